@@ -1,0 +1,15 @@
+# The controller image. Node 24 runs the TypeScript sources directly (type stripping): no build output.
+FROM node:24-bookworm-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+
+FROM node:24-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json ./
+COPY src ./src
+COPY crds ./crds
+USER node
+ENTRYPOINT ["node", "src/main.ts"]

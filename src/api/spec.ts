@@ -1,0 +1,149 @@
+// The RunpodRun spec: the single source of truth. The CRD's OpenAPI schema (with its CEL rules) is
+// generated from these zod schemas, and the controller parses every spec it reads with them, so the
+// API server and the controller judge a manifest the same way. Each CEL rule attached with `cel()`
+// has a zod refinement beside it that says the same thing.
+import { z } from 'zod';
+
+/** A CEL rule for the CRD (x-kubernetes-validations); the zod side must enforce the same. */
+interface CelRule { rule: string; message: string; fieldPath?: string; reason?: string }
+const cel = (...rules: CelRule[]) => ({ 'x-kubernetes-validations': rules });
+
+const k8sName = z.string().min(1).max(253)
+  .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a lowercase RFC 1123 subdomain name');
+const keyName = z.string().min(1).max(253)
+  .regex(/^[-._a-zA-Z0-9]+$/, 'must consist of alphanumerics, "-", "_" or "."');
+
+/** A price or cost in US dollars, as a decimal string (never a float in the API: "1.50"). */
+const usdAmount = z.string()
+  .regex(/^[0-9]{1,6}(\.[0-9]{1,4})?$/, 'must be a decimal amount in US dollars such as "1.50"')
+  .refine((value) => Number(value) > 0, 'must be greater than 0')
+  .meta(cel({ rule: 'double(self) > 0.0', message: 'must be greater than 0' }));
+
+/** A path relative to the run directory: not absolute, no "..", so a pod cannot aim us outside it. */
+const relativePath = z.string().min(1).max(1024)
+  .regex(/^[^/]/, 'must be relative to the run directory (no leading "/")')
+  .refine((value) => !value.split('/').includes('..'), 'must not contain ".." segments')
+  .meta(cel({ rule: "!self.split('/').exists(s, s == '..')", message: 'must not contain ".." segments' }));
+
+const keySelector = (what: string) => z.strictObject({
+  name: k8sName.meta({ description: `Name of the ${what} in the run's namespace.` }),
+  key: keyName.meta({ description: `Key within the ${what}.` }),
+}).meta({ description: `A key of a ${what} in the same namespace as the run.` });
+
+const envVar = z.strictObject({
+  name: z.string().min(1).max(256)
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a valid environment variable name ([A-Za-z_][A-Za-z0-9_]*)')
+    .meta({ description: 'Environment variable name.' }),
+  value: z.string().max(32768).optional().meta({ description: 'Literal value. Exactly one of value and valueFrom.' }),
+  valueFrom: z.strictObject({
+    secretKeyRef: keySelector('Secret').optional(),
+    configMapKeyRef: keySelector('ConfigMap').optional(),
+  }).refine((from) => (from.secretKeyRef === undefined) !== (from.configMapKeyRef === undefined),
+    'exactly one of secretKeyRef and configMapKeyRef must be set')
+    .meta({
+      description: 'Value read from a Secret or ConfigMap key of the run\'s namespace; delivered over SSH only.',
+      ...cel({ rule: 'has(self.secretKeyRef) != has(self.configMapKeyRef)', message: 'exactly one of secretKeyRef and configMapKeyRef must be set' }),
+    }).optional(),
+}).refine((env) => (env.value === undefined) !== (env.valueFrom === undefined), 'exactly one of value and valueFrom must be set')
+  .meta({
+    description: 'An environment variable of the job, like a container\'s env.',
+    ...cel({ rule: 'has(self.value) != has(self.valueFrom)', message: 'exactly one of value and valueFrom must be set' }),
+  });
+
+const jobFile = z.strictObject({
+  path: relativePath.meta({ description: 'Where the file is written, relative to the run directory.' }),
+  configMapKeyRef: keySelector('ConfigMap').optional(),
+  secretKeyRef: keySelector('Secret').optional(),
+}).refine((file) => (file.configMapKeyRef === undefined) !== (file.secretKeyRef === undefined),
+  'exactly one of configMapKeyRef and secretKeyRef must be set')
+  .meta({
+    description: 'A file written into the run directory before the job starts.',
+    ...cel({ rule: 'has(self.configMapKeyRef) != has(self.secretKeyRef)', message: 'exactly one of configMapKeyRef and secretKeyRef must be set' }),
+  });
+
+const gpu = z.strictObject({
+  types: z.array(z.string().min(1).max(128)).min(1).max(20).optional()
+    .meta({ description: 'Runpod GPU type ids tried in order (e.g. "NVIDIA GeForce RTX 4090"). Exactly one of types and auto.' }),
+  auto: z.strictObject({
+    minVramGb: z.number().int().min(1).max(1024).optional().meta({ description: 'Only GPU types with at least this much memory.' }),
+    maxPricePerHour: usdAmount.optional().meta({ description: 'Only GPU types whose hourly price (for the whole count) is at most this, in USD.' }),
+  }).meta({ description: 'Every GPU type in stock within these bounds, cheapest first, from one catalog read.' }).optional(),
+  count: z.number().int().min(1).max(8).default(1).meta({ description: 'GPUs per pod.' }),
+}).refine((g) => (g.types === undefined) !== (g.auto === undefined), 'exactly one of gpu.types and gpu.auto must be set')
+  .meta({
+    description: 'Which GPUs to rent.',
+    ...cel({ rule: 'has(self.types) != has(self.auto)', message: 'exactly one of gpu.types and gpu.auto must be set' }),
+  });
+
+const limits = z.strictObject({
+  maxRuntimeSeconds: z.number().int().min(30).max(2_592_000)
+    .meta({ description: 'The pod is deleted this long after it was created, whatever it is doing (30 s to 720 h).' }),
+  maxCostUsd: usdAmount.optional().meta({ description: 'The pod is deleted once its estimated spend reaches this, in USD.' }),
+  bootGraceSeconds: z.number().int().min(30).max(86_400).default(1800)
+    .meta({ description: 'The pod is deleted if no job started this long after it started.' }),
+  retrieveGraceSeconds: z.number().int().min(30).max(604_800).default(3600)
+    .meta({ description: 'The pod is deleted this long after the job ended if its results were not retrieved.' }),
+  readyTimeoutSeconds: z.number().int().min(30).max(7200).default(900)
+    .meta({ description: 'SSH must answer with the pinned host key within this, else the next GPU type is tried.' }),
+}).meta({ description: 'What bounds the pod\'s life and spend.' });
+
+/** Spec fields that may change after creation; every other one is immutable (a re-run is a new object). */
+export const mutableSpecFields = ['keepPod', 'cancel'] as const;
+
+const specShape = {
+  credentials: z.strictObject({
+    secretName: k8sName.meta({ description: 'Secret in the run\'s namespace holding the Runpod API key.' }),
+    key: keyName.default('apiKey').meta({ description: 'Key of the Secret holding the API key.' }),
+  }).meta({ description: 'Where the Runpod API key is.' }),
+  image: z.string().min(1).max(512).meta({ description: 'Container image of the pod (needs sh, sshd, curl, sha256sum, setsid, tar).' }),
+  gpu,
+  cloud: z.enum(['SECURE', 'COMMUNITY']).default('SECURE').meta({ description: 'Runpod cloud.' }),
+  dataCenterIds: z.array(z.string().min(1).max(64)).min(1).max(32).optional()
+    .meta({ description: 'Runpod data centers the pod may be placed in (e.g. "EU-RO-1").' }),
+  containerDiskGb: z.number().int().min(1).max(4096).default(50).meta({ description: 'Container disk size in GB.' }),
+  networkVolume: z.strictObject({
+    id: z.string().min(1).max(64).meta({ description: 'Runpod network volume id.' }),
+    mountPath: z.string().min(2).max(1024).regex(/^\//, 'must be an absolute path').default('/workspace/data')
+      .meta({ description: 'Where the volume is mounted in the pod.' }),
+  }).meta({ description: 'A network volume to mount; needs exactly one dataCenterIds entry.' }).optional(),
+  job: z.strictObject({
+    command: z.array(z.string().max(32768)).min(1).max(1024)
+      .meta({ description: 'The job, in exec form; runs in the run directory.' }),
+    env: z.array(envVar).max(256).optional()
+      .refine((env) => new Set(env?.map((v) => v.name)).size === (env?.length ?? 0), 'environment variable names must be unique')
+      .meta({
+      description: 'Environment of the job.',
+      'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'],
+    }),
+    files: z.array(jobFile).max(256).optional().meta({ description: 'Files written into the run directory before the job starts.' }),
+  }).meta({ description: 'What runs on the pod.' }),
+  results: z.strictObject({
+    path: relativePath.default('output').meta({ description: 'Directory on the pod, relative to the run directory, whose files are retrieved and verified.' }),
+  }).default({ path: 'output' }).meta({ description: 'What is retrieved when the job ends.' }),
+  limits,
+  keepPod: z.boolean().default(false).meta({ description: 'Keep the pod once the job exists (debugging); only deleting the run removes it.' }),
+  cancel: z.boolean().default(false).meta({ description: 'Stop the job, keep what results exist, delete the pod; the run ends Failed/Cancelled.' }),
+};
+
+/** One transition rule per immutable field, so that the error names the field that changed. */
+const immutabilityRules: CelRule[] = Object.keys(specShape)
+  .filter((field) => !(mutableSpecFields as readonly string[]).includes(field))
+  .map((field) => ({
+    rule: `has(self.${field}) == has(oldSelf.${field}) && (!has(self.${field}) || self.${field} == oldSelf.${field})`,
+    message: 'is immutable: only spec.keepPod and spec.cancel may change (create a new RunpodRun to re-run)',
+    fieldPath: `.${field}`,
+  }));
+
+export const runpodRunSpec = z.strictObject(specShape)
+  .refine((spec) => spec.networkVolume === undefined || spec.dataCenterIds?.length === 1,
+    { message: 'networkVolume needs exactly one dataCenterIds entry', path: ['networkVolume'] })
+  .meta({
+    description: 'What to run, on which GPUs, within which limits. Immutable but for keepPod and cancel.',
+    ...cel(
+      { rule: '!has(self.networkVolume) || (has(self.dataCenterIds) && size(self.dataCenterIds) == 1)', message: 'networkVolume needs exactly one dataCenterIds entry', fieldPath: '.networkVolume' },
+      ...immutabilityRules,
+      { rule: '!(has(oldSelf.cancel) && oldSelf.cancel) || (has(self.cancel) && self.cancel)', message: 'spec.cancel cannot be undone once true', fieldPath: '.cancel' },
+    ),
+  });
+
+export type RunpodRunSpec = z.output<typeof runpodRunSpec>;

@@ -1,0 +1,80 @@
+// The RunpodRun status: written only by the controller, through the /status subresource. Also the
+// durable record of intent (an attempt is recorded before its create call is sent).
+import { z } from 'zod';
+
+export const phases = ['Pending', 'Provisioning', 'Running', 'Retrieving', 'Succeeded', 'Failed'] as const;
+export type Phase = (typeof phases)[number];
+
+/** Machine-readable reasons of status.reason and of the conditions. */
+export const reasons = [
+  'Created', 'WaitingForCredentials', 'Provisioning', 'WaitingForSsh', 'PodReady', 'JobRunning', 'Retrieving',
+  'Succeeded', 'NoCapacity', 'DeadlineExceeded', 'BootTimeout', 'BootFailed', 'JobFailed', 'ResultsUnverified',
+  'Cancelled', 'InvalidSpec', 'CredentialsMissing', 'CredentialsRejected', 'InsufficientBalance', 'PodLost',
+  'CostCapReached', 'Deleting',
+] as const;
+export type Reason = (typeof reasons)[number];
+
+const time = z.string().meta({ description: 'RFC 3339 time.', format: 'date-time' });
+const usd = z.string().regex(/^[0-9]+(\.[0-9]+)?$/);
+
+export const condition = z.object({
+  type: z.string().min(1).max(316).meta({ description: 'Type of condition in CamelCase.' }),
+  status: z.enum(['True', 'False', 'Unknown']).meta({ description: 'Status of the condition.' }),
+  observedGeneration: z.number().int().min(0).optional().meta({ description: 'The .metadata.generation the condition was set from.' }),
+  lastTransitionTime: time.meta({ description: 'Last time the condition went from one status to another.' }),
+  reason: z.string().min(1).max(1024).meta({ description: 'Machine-readable CamelCase reason for the last transition.' }),
+  message: z.string().max(32768).meta({ description: 'Human-readable details of the transition.' }),
+}).meta({ description: 'A metav1.Condition.' });
+export type Condition = z.output<typeof condition>;
+
+export const podStatus = z.object({
+  id: z.string().optional().meta({ description: 'Runpod pod id.' }),
+  name: z.string().optional().meta({ description: 'Runpod pod name (<run>-<attempt>).' }),
+  gpuType: z.string().optional().meta({ description: 'GPU type the pod runs on.' }),
+  gpuCount: z.number().int().optional().meta({ description: 'GPUs of the pod.' }),
+  dataCenterId: z.string().optional().meta({ description: 'Data center of the pod.' }),
+  costPerHour: usd.optional().meta({ description: 'Price of the pod in USD per hour.' }),
+  createdAt: time.optional().meta({ description: 'When the pod was created.' }),
+  deadline: time.optional().meta({ description: 'When the pod is deleted whatever it is doing (createdAt + maxRuntimeSeconds).' }),
+  sshHost: z.string().optional().meta({ description: 'SSH host of the pod.' }),
+  sshPort: z.number().int().optional().meta({ description: 'SSH port of the pod.' }),
+  state: z.string().optional().meta({ description: 'Pod state as Runpod last reported it, or Deleted.' }),
+}).meta({ description: 'The run\'s current (or last) pod.' });
+
+export const attempt = z.object({
+  name: z.string().meta({ description: 'Pod name used for the attempt.' }),
+  gpuType: z.string().meta({ description: 'GPU type tried.' }),
+  time: time.meta({ description: 'When the attempt was recorded (before its create call was sent).' }),
+  outcome: z.enum(['Pending', 'Created', 'NoCapacity', 'Failed', 'NotReady', 'Ambiguous']).meta({ description: 'What came of it.' }),
+  podId: z.string().optional().meta({ description: 'Pod id, once known.' }),
+  message: z.string().max(4096).optional().meta({ description: 'Details.' }),
+}).meta({ description: 'One create attempt.' });
+
+export const runpodRunStatus = z.object({
+  observedGeneration: z.number().int().optional().meta({ description: 'The .metadata.generation this status was written from.' }),
+  phase: z.enum(phases).optional().meta({ description: 'Where the run stands.' }),
+  reason: z.enum(reasons).optional().meta({ description: 'Machine-readable reason of the phase.' }),
+  message: z.string().max(32768).optional().meta({ description: 'Human-readable details.' }),
+  conditions: z.array(condition).max(32).optional().meta({
+    description: 'Complete, Failed, Ready, Reconciling, Stalled, PodReady, JobStarted, ResultsRetrieved.',
+    'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'],
+  }),
+  startTime: time.optional().meta({ description: 'When the controller started working on the run.' }),
+  completionTime: time.optional().meta({ description: 'When the run ended.' }),
+  pod: podStatus.optional(),
+  attempts: z.array(attempt).max(64).optional().meta({ description: 'Every create, recorded before its request is sent.' }),
+  job: z.object({
+    startedAt: time.optional().meta({ description: 'When the job started on the pod.' }),
+    finishedAt: time.optional().meta({ description: 'When the job ended.' }),
+    exitCode: z.number().int().optional().meta({ description: 'Exit code of the job.' }),
+  }).optional().meta({ description: 'The job on the pod.' }),
+  results: z.object({
+    files: z.number().int().optional().meta({ description: 'Files retrieved and verified.' }),
+    bytes: z.number().int().optional().meta({ description: 'Bytes retrieved.' }),
+    location: z.string().optional().meta({ description: 'Where the verified results are.' }),
+    retrievedAt: time.optional().meta({ description: 'When they were verified.' }),
+  }).optional().meta({ description: 'The retrieved results.' }),
+  estimatedCostUsd: usd.optional().meta({ description: 'Price per hour x pod lifetime (Runpod bills per second).' }),
+  strayPods: z.array(z.string()).max(64).optional().meta({ description: 'Pods of this run not yet confirmed deleted.' }),
+}).meta({ description: 'Written by the controller only.' });
+export type RunpodRunStatus = z.output<typeof runpodRunStatus>;

@@ -1,0 +1,134 @@
+// The RunpodRun CRD on a real API server, driven by the real kubectl: examples apply, bad manifests
+// are rejected at apply time with the field named, and zod (the controller's check) agrees.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { before, describe, test } from 'node:test';
+import { parseAllDocuments } from 'yaml';
+import { parseSpec } from '../../src/api/runpodrun.ts';
+import { createTestNamespace } from '../support/cluster.ts';
+import { kubectl } from '../support/kubectl.ts';
+
+const examplesDir = join(import.meta.dirname, '..', '..', 'examples');
+
+function validSpec(): Record<string, unknown> {
+  return {
+    credentials: { secretName: 'runpod' },
+    image: 'runpod/base:0.6.2',
+    gpu: { types: ['NVIDIA A40'] },
+    job: {
+      command: ['python', 'train.py'],
+      env: [{ name: 'A', value: '1' }],
+      files: [{ path: 'config.yaml', configMapKeyRef: { name: 'cfg', key: 'config.yaml' } }],
+    },
+    limits: { maxRuntimeSeconds: 600 },
+  };
+}
+
+function manifest(name: string, spec: unknown): string {
+  return JSON.stringify({ apiVersion: 'runpod-operator.dev/v1alpha1', kind: 'RunpodRun', metadata: { name }, spec });
+}
+
+type Spec = Record<string, any>;
+
+/** Each case breaks a valid spec in one way; `field` is what the error must name. */
+const invalid: { name: string; field: string; mutate: (spec: Spec) => void }[] = [
+  { name: 'missing image', field: 'spec.image', mutate: (s) => { delete s.image; } },
+  { name: 'empty image', field: 'spec.image', mutate: (s) => { s.image = ''; } },
+  { name: 'missing credentials', field: 'spec.credentials', mutate: (s) => { delete s.credentials; } },
+  { name: 'bad secret name', field: 'spec.credentials.secretName', mutate: (s) => { s.credentials.secretName = 'Bad_Name'; } },
+  { name: 'both gpu.types and gpu.auto', field: 'spec.gpu', mutate: (s) => { s.gpu.auto = { minVramGb: 24 }; } },
+  { name: 'neither gpu.types nor gpu.auto', field: 'spec.gpu', mutate: (s) => { s.gpu = { count: 1 }; } },
+  { name: 'empty gpu.types', field: 'spec.gpu.types', mutate: (s) => { s.gpu.types = []; } },
+  { name: 'gpu.count above 8', field: 'spec.gpu.count', mutate: (s) => { s.gpu.count = 9; } },
+  { name: 'malformed maxPricePerHour', field: 'spec.gpu.auto.maxPricePerHour', mutate: (s) => { s.gpu = { auto: { maxPricePerHour: '1,50' } }; } },
+  { name: 'unknown cloud', field: 'spec.cloud', mutate: (s) => { s.cloud = 'PRIVATE'; } },
+  { name: 'networkVolume without dataCenterIds', field: 'spec.networkVolume', mutate: (s) => { s.networkVolume = { id: 'nv1' }; } },
+  { name: 'networkVolume with two dataCenterIds', field: 'spec.networkVolume', mutate: (s) => { s.networkVolume = { id: 'nv1' }; s.dataCenterIds = ['EU-RO-1', 'US-TX-3']; } },
+  { name: 'relative networkVolume mountPath', field: 'spec.networkVolume.mountPath', mutate: (s) => { s.networkVolume = { id: 'nv1', mountPath: 'data' }; s.dataCenterIds = ['EU-RO-1']; } },
+  { name: 'empty job.command', field: 'spec.job.command', mutate: (s) => { s.job.command = []; } },
+  { name: 'missing job', field: 'spec.job', mutate: (s) => { delete s.job; } },
+  { name: 'absolute job.files path', field: 'spec.job.files[0].path', mutate: (s) => { s.job.files[0].path = '/etc/passwd'; } },
+  { name: '".." in job.files path', field: 'spec.job.files[0].path', mutate: (s) => { s.job.files[0].path = 'a/../../etc/passwd'; } },
+  { name: 'job.files with two sources', field: 'spec.job.files[0]', mutate: (s) => { s.job.files[0].secretKeyRef = { name: 'x', key: 'y' }; } },
+  { name: 'absolute results.path', field: 'spec.results.path', mutate: (s) => { s.results = { path: '/root' }; } },
+  { name: '".." in results.path', field: 'spec.results.path', mutate: (s) => { s.results = { path: '..' }; } },
+  { name: 'bad env var name', field: 'spec.job.env[0].name', mutate: (s) => { s.job.env[0].name = '1BAD-NAME'; } },
+  { name: 'env var with value and valueFrom', field: 'spec.job.env[0]', mutate: (s) => { s.job.env[0].valueFrom = { secretKeyRef: { name: 'hf', key: 'token' } }; } },
+  { name: 'env valueFrom with two refs', field: 'spec.job.env[0].valueFrom', mutate: (s) => { s.job.env[0] = { name: 'A', valueFrom: { secretKeyRef: { name: 'a', key: 'b' }, configMapKeyRef: { name: 'c', key: 'd' } } }; } },
+  { name: 'duplicate env var names', field: 'spec.job.env', mutate: (s) => { s.job.env.push({ name: 'A', value: '2' }); } },
+  { name: 'missing maxRuntimeSeconds', field: 'spec.limits.maxRuntimeSeconds', mutate: (s) => { s.limits = {}; } },
+  { name: 'maxRuntimeSeconds below 30', field: 'spec.limits.maxRuntimeSeconds', mutate: (s) => { s.limits.maxRuntimeSeconds = 29; } },
+  { name: 'maxRuntimeSeconds above 720 h', field: 'spec.limits.maxRuntimeSeconds', mutate: (s) => { s.limits.maxRuntimeSeconds = 2_592_001; } },
+  { name: 'maxRuntimeSeconds as a string', field: 'spec.limits.maxRuntimeSeconds', mutate: (s) => { s.limits.maxRuntimeSeconds = '600'; } },
+  { name: 'malformed maxCostUsd', field: 'spec.limits.maxCostUsd', mutate: (s) => { s.limits.maxCostUsd = '$25'; } },
+  { name: 'zero maxCostUsd', field: 'spec.limits.maxCostUsd', mutate: (s) => { s.limits.maxCostUsd = '0.00'; } },
+  { name: 'unknown spec field', field: 'spec.gpuType', mutate: (s) => { s.gpuType = 'NVIDIA A40'; } },
+];
+
+let namespace: string;
+before(async () => { namespace = await createTestNamespace('crd'); });
+
+describe('RunpodRun CRD', () => {
+  test('every manifest in examples/ applies cleanly', async () => {
+    for (const file of readdirSync(examplesDir).filter((f) => f.endsWith('.yaml'))) {
+      const text = readFileSync(join(examplesDir, file), 'utf8');
+      const result = await kubectl(['apply', '-n', namespace, '-f', '-'], text);
+      assert.equal(result.status, 0, `${file}: ${result.stderr}`);
+      for (const doc of parseAllDocuments(text).map((d) => d.toJS() as { kind: string; spec: unknown })) {
+        if (doc.kind === 'RunpodRun') assert.deepEqual(parseSpec(doc.spec).ok, true, `${file}: zod rejects it: ${JSON.stringify(parseSpec(doc.spec))}`);
+      }
+    }
+  });
+
+  test(`${invalid.length} invalid manifests are rejected at apply time, naming the field, and zod agrees`, async () => {
+    assert.ok(invalid.length >= 20);
+    for (const [index, testCase] of invalid.entries()) {
+      const spec = validSpec();
+      testCase.mutate(spec);
+      const result = await kubectl(['apply', '-n', namespace, '-f', '-'], manifest(`invalid-${index}`, spec));
+      assert.notEqual(result.status, 0, `${testCase.name}: the API server accepted it`);
+      assert.ok(result.stderr.includes(testCase.field), `${testCase.name}: the error does not name ${testCase.field}: ${result.stderr}`);
+      const verdict = parseSpec(spec);
+      assert.equal(verdict.ok, false, `${testCase.name}: zod accepts what the API server rejects`);
+      if (!verdict.ok) assert.ok(verdict.message.includes(testCase.field), `${testCase.name}: zod does not name ${testCase.field}: ${verdict.message}`);
+    }
+  });
+
+  test('the valid base spec is accepted by both, and defaults agree', async () => {
+    const result = await kubectl(['apply', '-n', namespace, '-f', '-'], manifest('valid-base', validSpec()));
+    assert.equal(result.status, 0, result.stderr);
+    const stored = JSON.parse((await kubectl(['get', '-n', namespace, 'rpr', 'valid-base', '-o', 'json'])).stdout) as { spec: unknown };
+    const verdict = parseSpec(validSpec());
+    assert.ok(verdict.ok);
+    // The API server's defaulting and zod's must produce the same spec.
+    assert.deepEqual(stored.spec, verdict.spec);
+  });
+
+  test('the spec is immutable but for keepPod and cancel; cancel cannot be undone', async () => {
+    assert.equal((await kubectl(['apply', '-n', namespace, '-f', '-'], manifest('immutable', validSpec()))).status, 0);
+    const patch = async (spec: object) =>
+      kubectl(['patch', '-n', namespace, 'rpr', 'immutable', '--type', 'merge', '-p', JSON.stringify({ spec })]);
+    for (const [field, change] of [['spec.image', { image: 'other:1' }], ['spec.limits', { limits: { maxRuntimeSeconds: 700 } }],
+      ['spec.dataCenterIds', { dataCenterIds: ['EU-RO-1'] }], ['spec.job', { job: { command: ['true'] } }]] as const) {
+      const result = await patch(change);
+      assert.notEqual(result.status, 0, `${field} change was accepted`);
+      assert.match(result.stderr, new RegExp(`${field.replace('.', '\\.')}.*is immutable`));
+    }
+    assert.equal((await patch({ keepPod: true })).status, 0);
+    assert.equal((await patch({ cancel: true })).status, 0);
+    const undo = await patch({ cancel: false });
+    assert.notEqual(undo.status, 0);
+    assert.match(undo.stderr, /spec\.cancel.*cannot be undone/);
+  });
+
+  test('kubectl get rpr prints the columns, -o wide adds deadline, data center and exit', async () => {
+    assert.equal((await kubectl(['apply', '-n', namespace, '-f', '-'], manifest('columns', validSpec()))).status, 0);
+    const header = (args: string[]) => kubectl(['get', '-n', namespace, 'rpr', 'columns', ...args])
+      .then((r) => r.stdout.split('\n')[0]?.trim().split(/\s+/));
+    assert.deepEqual(await header([]), ['NAME', 'PHASE', 'REASON', 'GPU', 'POD', '$/HR', 'COST', 'AGE']);
+    assert.deepEqual(await header(['-o', 'wide']), ['NAME', 'PHASE', 'REASON', 'GPU', 'POD', '$/HR', 'COST', 'AGE', 'DEADLINE', 'DATACENTER', 'EXIT']);
+    const short = await kubectl(['get', '-n', namespace, 'runpod']);
+    assert.match(short.stdout, /^columns\s/m, 'the category "runpod" lists it');
+  });
+});
