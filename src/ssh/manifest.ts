@@ -1,0 +1,189 @@
+// The pod describes its results directory as a SHA-256 manifest; the controller trusts nothing
+// else about it. The manifest comes from a pod we do not control, so every path in it is checked
+// before it can name a local file: relative, no "." or ".." components, no duplicates.
+//
+// Wire format (the command's stdout): one record per regular file, NUL-terminated, so any file
+// name (spaces, newlines, leading dashes) survives:
+//     <sha256: 64 lowercase hex> SP <size: decimal bytes> SP <path relative to the dir> NUL
+// An empty directory yields empty output. Only regular files are listed: symlinks, devices and
+// sockets are neither followed nor retrieved, and directories are implied by the file paths.
+import { z } from 'zod';
+import type { SshConnection } from './connect.ts';
+import { RemoteCommandError, execChecked } from './exec.ts';
+import { shellQuote } from './shell.ts';
+import { printable } from './text.ts';
+
+export interface ManifestFile {
+  /** Relative, '/'-separated, validated by safeManifestPath. */
+  path: string;
+  size: number;
+  sha256: string;
+}
+
+export interface Manifest {
+  files: ManifestFile[];
+}
+
+export class ManifestError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ManifestError';
+  }
+}
+
+/** Exit status of manifestCommand when the directory does not exist (or cannot be entered). */
+export const MANIFEST_NO_DIR_EXIT = 3;
+/** Exit status of manifestCommand when the pod lacks sha256sum. */
+export const MANIFEST_NO_TOOL_EXIT = 4;
+
+/**
+ * POSIX sh (dash, bash, busybox): hashes through `sha256sum < file` so the name never reaches
+ * sha256sum (which would escape odd names); any unreadable file or directory fails the command.
+ */
+export function manifestCommand(dir: string): string {
+  const perFile = 'for f do h=$(sha256sum < "$f") || exit 1; s=$(wc -c < "$f") || exit 1; printf "%s %s %s\\0" "${h%% *}" $s "${f#./}"; done';
+  return [
+    `cd -- ${shellQuote(dir)} || exit ${MANIFEST_NO_DIR_EXIT}`,
+    `command -v sha256sum >/dev/null 2>&1 || { echo 'sha256sum not found' >&2; exit ${MANIFEST_NO_TOOL_EXIT}; }`,
+    `find . -type f -exec sh -c ${shellQuote(perFile)} sh {} +`,
+  ].join('\n');
+}
+
+/** Lists the regular files under `dir` (relative paths, NUL-terminated), with no hashing. */
+export function listFilesCommand(dir: string): string {
+  return `cd -- ${shellQuote(dir)} || exit ${MANIFEST_NO_DIR_EXIT}\nfind . -type f -print0`;
+}
+
+export interface ComputeManifestOptions {
+  /** Hashing a large results directory takes time on the pod; size this to the data. */
+  timeoutMs: number;
+  /** Cap on the manifest's size (about 100 bytes per file). Default 64 MiB. */
+  maxBytes?: number;
+  signal?: AbortSignal;
+}
+
+export const DEFAULT_MAX_MANIFEST_BYTES = 64 * 1024 * 1024;
+
+/** Runs manifestCommand on the pod and parses its answer. */
+export async function computeManifest(conn: SshConnection, dir: string, options: ComputeManifestOptions): Promise<Manifest> {
+  const output = await runListing(conn, manifestCommand(dir), dir, 'computing the results manifest', options);
+  return parseManifest(output);
+}
+
+/** Regular files under `dir` on the pod, as validated relative paths. */
+export async function listRemoteFiles(conn: SshConnection, dir: string, options: ComputeManifestOptions): Promise<string[]> {
+  const output = await runListing(conn, listFilesCommand(dir), dir, 'listing the results directory', options);
+  return splitRecords(output).map((record, index) => {
+    const path = decodePath(record, index).replace(/^\.\//, '');
+    const problem = manifestPathProblem(path);
+    if (problem) throw new ManifestError(`listed file ${index + 1} (${printable(path)}): ${problem}`);
+    return path;
+  });
+}
+
+async function runListing(conn: SshConnection, command: string, dir: string, what: string, options: ComputeManifestOptions): Promise<Buffer> {
+  const maxBytes = options.maxBytes ?? DEFAULT_MAX_MANIFEST_BYTES;
+  try {
+    const result = await execChecked(conn, command, what, {
+      timeoutMs: options.timeoutMs,
+      maxOutputBytes: maxBytes,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    // A cut listing would read as a complete one with fewer files: never parse it.
+    if (result.stdoutTruncated) throw new ManifestError(`${what}: output exceeds ${maxBytes} bytes`);
+    return result.stdout;
+  } catch (err) {
+    if (err instanceof RemoteCommandError) {
+      const { code } = err.result;
+      if (code === MANIFEST_NO_DIR_EXIT) throw new ManifestError(`${what}: directory ${printable(dir)} does not exist on the pod`, { cause: err });
+      if (code === MANIFEST_NO_TOOL_EXIT) throw new ManifestError(`${what}: the pod has no sha256sum`, { cause: err });
+    }
+    throw err;
+  }
+}
+
+const recordSchema = z.object({
+  sha256: z.string().regex(/^[0-9a-f]{64}$/, 'not a SHA-256 hex digest'),
+  size: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+  path: z.string().superRefine((path, ctx) => {
+    const problem = manifestPathProblem(path);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  }),
+});
+
+/** Parses and validates manifestCommand's output; throws ManifestError on anything off. */
+export function parseManifest(output: Buffer): Manifest {
+  const files = splitRecords(output).map((record, index) => {
+    const text = decodePath(record, index);
+    const match = /^(\S+) (\d+) ([\s\S]*)$/.exec(text);
+    if (!match) throw new ManifestError(`manifest record ${index + 1} is malformed: ${printable(text)}`);
+    return parseRecord({ sha256: match[1], size: Number(match[2]), path: match[3] }, index);
+  });
+  return validateManifest({ files });
+}
+
+/** Checks a manifest built elsewhere by the same rules parseManifest applies. */
+export function validateManifest(manifest: Manifest): Manifest {
+  const files = manifest.files.map((file, index) => parseRecord(file, index));
+  const seen = new Set<string>();
+  for (const file of files) {
+    if (seen.has(file.path)) throw new ManifestError(`manifest lists ${printable(file.path)} twice`);
+    seen.add(file.path);
+  }
+  // "a" and "a/b" cannot both be files; a hostile manifest could still claim so.
+  for (const file of files) {
+    const parts = file.path.split('/');
+    for (let i = 1; i < parts.length; i++) {
+      const parent = parts.slice(0, i).join('/');
+      if (seen.has(parent)) throw new ManifestError(`manifest lists ${printable(parent)} both as a file and as a directory`);
+    }
+  }
+  return { files };
+}
+
+function parseRecord(record: unknown, index: number): ManifestFile {
+  const parsed = recordSchema.safeParse(record);
+  if (!parsed.success) {
+    const path = (record as { path?: unknown } | null)?.path;
+    const where = typeof path === 'string' ? ` (${printable(path)})` : '';
+    throw new ManifestError(`manifest record ${index + 1}${where}: ${parsed.error.issues.map((issue) => issue.message).join('; ')}`);
+  }
+  return parsed.data;
+}
+
+/** Why `path` may not name a file under a results directory, or undefined when it may. */
+export function manifestPathProblem(path: string): string | undefined {
+  if (path === '') return 'empty path';
+  if (path.startsWith('/')) return 'absolute path';
+  if (path.includes('\0')) return 'NUL in path';
+  if (Buffer.byteLength(path) > 4096) return 'path longer than 4096 bytes';
+  for (const part of path.split('/')) {
+    if (part === '..') return 'path leaves the directory (..)';
+    if (part === '' || part === '.') return 'path is not in canonical form';
+  }
+  return undefined;
+}
+
+function splitRecords(output: Buffer): Buffer[] {
+  if (output.length === 0) return [];
+  if (output[output.length - 1] !== 0) throw new ManifestError('listing does not end with a NUL: it was cut short');
+  const records: Buffer[] = [];
+  let start = 0;
+  for (let end = output.indexOf(0, start); end !== -1; end = output.indexOf(0, start)) {
+    records.push(output.subarray(start, end));
+    start = end + 1;
+  }
+  return records;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+// SFTP paths travel as UTF-8 strings here, so a name that is not valid UTF-8 could not be fetched
+// by its real name: refuse it rather than fetch a different file.
+function decodePath(record: Buffer, index: number): string {
+  try {
+    return utf8.decode(record);
+  } catch {
+    throw new ManifestError(`record ${index + 1} is not valid UTF-8: ${printable(record.toString('latin1'))}`);
+  }
+}

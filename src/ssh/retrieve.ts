@@ -1,0 +1,160 @@
+// Retrieval of a pod's results directory: every manifest file streamed to disk, then the whole
+// local copy verified against the manifest, and the pod re-listed so that a file written after
+// the manifest was made cannot go unnoticed. Only an `ok` result may lead to the pod's deletion.
+//
+// Verdicts, beyond verifyAgainstManifest's local ones:
+//   missing:   also a manifest file that no longer exists on the pod
+//   different: also a download whose size or SHA-256 differed from the manifest (such a file is
+//              never left at its local path; the pod changed it after the manifest was made)
+//   extra:     also a regular file now on the pod under remoteDir that the manifest does not list
+// Transport failures (connection lost, permission denied, local disk errors) throw instead: they
+// say nothing about the results, and the caller retries the retrieval.
+import { mkdir, open } from 'node:fs/promises';
+import { isAbsolute, posix, relative, sep } from 'node:path';
+import type { SshConnection } from './connect.ts';
+import { abortError } from './errors.ts';
+import { listRemoteFiles, validateManifest, type Manifest, type ManifestFile } from './manifest.ts';
+import { SftpSession, isNoSuchFile } from './sftp.ts';
+import { ContentMismatchError, downloadFile } from './transfer.ts';
+import { localPathFor, verifyAgainstManifest } from './verify.ts';
+
+export interface RetrieveOptions {
+  /** Files downloaded at once (each with its own pipelined reads). Default 4. */
+  concurrency?: number;
+  /** Bound on the remote re-listing after the downloads. Default 10 minutes. */
+  listTimeoutMs?: number;
+  onProgress?: (progress: RetrieveProgress) => void;
+  signal?: AbortSignal;
+}
+
+export interface RetrieveProgress {
+  files: number;
+  totalFiles: number;
+  bytes: number;
+  totalBytes: number;
+}
+
+export type RetrieveResult =
+  | { ok: true; files: number; bytes: number }
+  | { ok: false; files: number; bytes: number; missing: string[]; different: string[]; extra: string[] };
+
+/**
+ * Downloads `manifest`'s files from `remoteDir` into `localDir` (created if needed; use a fresh
+ * one per attempt, since anything already there that the manifest does not list is "extra").
+ * `files`/`bytes` count what was downloaded and matched.
+ */
+export async function retrieveDirectory(
+  conn: SshConnection,
+  remoteDir: string,
+  localDir: string,
+  manifest: Manifest,
+  options: RetrieveOptions = {},
+): Promise<RetrieveResult> {
+  const { files } = validateManifest(manifest);
+  const { signal } = options;
+  await mkdir(localDir, { recursive: true });
+
+  const missing = new Set<string>();
+  const different = new Set<string>();
+  const progress: RetrieveProgress = { files: 0, totalFiles: files.length, bytes: 0, totalBytes: files.reduce((sum, f) => sum + f.size, 0) };
+  const inFlightBytes = new Map<string, number>();
+  const report = (): void => {
+    if (!options.onProgress) return;
+    let partial = 0;
+    for (const n of inFlightBytes.values()) partial += n;
+    options.onProgress({ ...progress, bytes: progress.bytes + partial });
+  };
+
+  const sftp = await SftpSession.open(conn);
+  try {
+    const fetchOne = async (file: ManifestFile): Promise<void> => {
+      const localPath = localPathFor(localDir, file.path);
+      // validateManifest already refuses such paths; this keeps the guarantee local to the write.
+      const rel = relative(localDir, localPath);
+      if (rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel)) throw new Error(`refusing to write outside ${localDir}: ${file.path}`);
+      try {
+        const result = await downloadFile(conn, posix.join(remoteDir, file.path), localPath, {
+          sftp,
+          expectedSha256: file.sha256,
+          expectedSize: file.size,
+          ...(signal ? { signal } : {}),
+          onProgress: (bytes) => {
+            inFlightBytes.set(file.path, bytes);
+            report();
+          },
+        });
+        progress.files += 1;
+        progress.bytes += result.bytes;
+      } catch (err) {
+        if (err instanceof ContentMismatchError) different.add(file.path);
+        else if (isNoSuchFile(err)) missing.add(file.path);
+        else throw err;
+      } finally {
+        inFlightBytes.delete(file.path);
+        report();
+      }
+    };
+    await runLimited(files, options.concurrency ?? 4, fetchOne, signal);
+  } finally {
+    sftp.end();
+  }
+
+  const listed = new Set(files.map((f) => f.path));
+  const remoteNow = await listRemoteFiles(conn, remoteDir, {
+    timeoutMs: options.listTimeoutMs ?? 600_000,
+    ...(signal ? { signal } : {}),
+  });
+  const local = await verifyAgainstManifest({ files }, localDir);
+
+  for (const path of local.different) different.add(path);
+  // A mismatched download was never renamed into place, so locally it reads as missing.
+  for (const path of local.missing) if (!different.has(path)) missing.add(path);
+  const extra = new Set([...local.extra, ...remoteNow.filter((path) => !listed.has(path))]);
+
+  const counts = { files: progress.files, bytes: progress.bytes };
+  if (missing.size === 0 && different.size === 0 && extra.size === 0) {
+    // An ok result lets the caller delete the pod: the renames must survive a crash first (each
+    // file's data was flushed before its rename; the directory entries are flushed here).
+    await syncDirectories(localDir, files);
+    return { ok: true, ...counts };
+  }
+  return { ok: false, ...counts, missing: [...missing].sort(), different: [...different].sort(), extra: [...extra].sort() };
+}
+
+/** Runs `work` over `items` with at most `limit` at a time; the first failure stops new work. */
+async function runLimited<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>, signal?: AbortSignal): Promise<void> {
+  let next = 0;
+  let failed = false;
+  const worker = async (): Promise<void> => {
+    while (!failed && next < items.length) {
+      if (signal?.aborted) throw abortError(signal);
+      const item = items[next++] as T;
+      try {
+        await work(item);
+      } catch (err) {
+        failed = true;
+        throw err;
+      }
+    }
+  };
+  const results = await Promise.allSettled(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+  const failure = results.find((r) => r.status === 'rejected');
+  if (failure) throw failure.reason;
+}
+
+async function syncDirectories(localDir: string, files: readonly ManifestFile[]): Promise<void> {
+  // Every directory from localDir down to each file: each holds an entry created by this retrieval.
+  const dirs = new Set([localDir]);
+  for (const file of files) {
+    const parts = file.path.split('/').slice(0, -1);
+    for (let i = 1; i <= parts.length; i++) dirs.add(localPathFor(localDir, parts.slice(0, i).join('/')));
+  }
+  for (const dir of dirs) {
+    const handle = await open(dir, 'r');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  }
+}
