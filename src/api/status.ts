@@ -38,7 +38,8 @@ export const podStatus = z.object({
   deadline: time.optional().meta({ description: 'When the pod is deleted whatever it is doing (createdAt + maxRuntimeSeconds).' }),
   sshHost: z.string().optional().meta({ description: 'SSH host of the pod.' }),
   sshPort: z.number().int().optional().meta({ description: 'SSH port of the pod.' }),
-  state: z.string().optional().meta({ description: 'Pod state as Runpod last reported it, or Deleted.' }),
+  state: z.string().optional().meta({ description: 'Pod state as Runpod last reported it, or Deleting / Deleted.' }),
+  deletedAt: time.optional().meta({ description: 'When the pod was confirmed deleted.' }),
 }).meta({ description: 'The run\'s current (or last) pod.' });
 
 export const attempt = z.object({

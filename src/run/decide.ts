@@ -1,0 +1,379 @@
+// The pure heart of the reconciler: from what was observed, the status to write and the one next
+// step. No I/O, no clock but obs.now: every rule here is unit-tested state by state.
+//
+// Invariants it keeps:
+// - an attempt is in the status before its create is sent (the act writes status first);
+// - no create while an earlier pod of the run may still bill (strays and a deleting pod come first);
+// - a pod is forgotten only after its deletion is confirmed (404s and absence from a newer list);
+// - absence is evidence, never a reason to delete by itself.
+import { setCondition, setPhase, conditionIs, isTerminal } from './conditions.ts';
+import type { Action, Decision, Deletion, GpuCandidate, Observation, PodView, RunEvent } from './model.ts';
+import type { Phase, Reason, RunpodRunStatus } from '../api/status.ts';
+import type { RunpodRunSpec } from '../api/spec.ts';
+
+/** Attempts a run may make before it gives up (bounded status size). */
+export const maxAttempts = 32;
+/** Spacing between the looks that confirm a pod is gone. */
+export const lookSpacingMs = 2000;
+/** How often an unanswered ambiguous create may be retried on the same GPU type. */
+const lostCreateRetries = 2;
+
+interface Context {
+  obs: Observation;
+  status: RunpodRunStatus;
+  events: RunEvent[];
+}
+
+export function decide(obs: Observation): Decision {
+  const status = structuredClone(obs.status);
+  status.observedGeneration = obs.run.generation;
+  const ctx: Context = { obs, status, events: [] };
+  const decision = decideStep(ctx);
+  updateCost(ctx);
+  if (status.reason !== obs.status.reason && status.reason && status.message) {
+    ctx.events.push({ type: status.phase === 'Failed' ? 'Warning' : 'Normal', reason: status.reason, note: status.message });
+  }
+  return { ...decision, status, events: ctx.events };
+}
+
+type Step = Omit<Decision, 'status' | 'events'>;
+const step = (action: Action, afterMs = 0): Step => ({ action, requeue: { afterMs } });
+const wait = (afterMs: number): Step => ({ action: { type: 'none' }, requeue: { afterMs } });
+const done: Step = { action: { type: 'none' }, requeue: 'none' };
+
+function decideStep(ctx: Context): Step {
+  const { obs, status } = ctx;
+  if (obs.run.deleting) return cleanUpForDeletion(ctx);
+  if (!obs.run.hasFinalizer) return step({ type: 'addFinalizer' });
+  if (isTerminal(status.phase)) return afterTheEnd(ctx);
+  if (!obs.spec.ok) return fail(ctx, 'InvalidSpec', obs.spec.message);
+  const spec = obs.spec.spec;
+  status.startTime ??= obs.now.toISOString();
+  status.phase ??= 'Pending';
+  if (!obs.credentials.found) {
+    phase(ctx, 'Pending', 'CredentialsMissing', obs.credentials.message);
+    return { action: { type: 'none' }, requeue: 'backoff' };
+  }
+  if (!obs.sshKeysReady) return step({ type: 'ensureSshKeys' });
+  if (!obs.pods) return wait(1000);
+
+  adoptAfterAmbiguousCreate(ctx);
+  markStrays(ctx);
+  if (spec.cancel) markCurrentPodForDeletion(ctx);
+  const deleting = continueDeletions(ctx);
+  if (deleting) return deleting;
+  if (spec.cancel) return fail(ctx, 'Cancelled', 'cancelled by spec.cancel; the pod was deleted');
+
+  const pod = status.pod;
+  if (!pod?.id || pod.state === 'Deleted') return provision(ctx, spec);
+  return followPod(ctx, spec);
+}
+
+// --- deletion ---------------------------------------------------------------------------------
+
+function cleanUpForDeletion(ctx: Context): Step {
+  const { obs, status } = ctx;
+  if (!obs.run.hasFinalizer) return done;
+  // No create was ever sent (or the user accepts that only the watchdog bounds the cost): nothing to wait for.
+  if (obs.run.skipCleanup || !everCreated(status)) return step({ type: 'removeFinalizer' });
+  if (!obs.pods) return wait(1000);
+  markCurrentPodForDeletion(ctx);
+  for (const pod of obs.pods.items) addStray(status, pod.id);
+  status.message = 'the run is being deleted: deleting its pods';
+  return continueDeletions(ctx) ?? step({ type: 'removeFinalizer' });
+}
+
+const everCreated = (status: RunpodRunStatus): boolean => (status.attempts?.length ?? 0) > 0;
+
+/** After Succeeded/Failed nothing of ours may keep billing, except a kept pod. */
+function afterTheEnd(ctx: Context): Step {
+  const { obs, status } = ctx;
+  if (!everCreated(status)) return done;
+  if (!obs.pods) return wait(1000);
+  const keep = obs.spec.ok && obs.spec.spec.keepPod;
+  for (const pod of obs.pods.items) {
+    if (!(keep && pod.id === status.pod?.id)) addStray(status, pod.id);
+  }
+  if (!keep) markCurrentPodForDeletion(ctx);
+  return continueDeletions(ctx) ?? (keep && status.pod?.state !== 'Deleted' ? wait(obs.settings.pollIntervalMs) : done);
+}
+
+function addStray(status: RunpodRunStatus, podId: string): void {
+  if (podId === status.pod?.id) return;
+  if (!status.strayPods?.includes(podId)) status.strayPods = [...(status.strayPods ?? []), podId];
+}
+
+/** Any pod of the run that is not its current pod bills for nothing. */
+function markStrays(ctx: Context): void {
+  for (const pod of ctx.obs.pods?.items ?? []) addStray(ctx.status, pod.id);
+}
+
+function markCurrentPodForDeletion(ctx: Context): void {
+  const pod = ctx.status.pod;
+  if (pod?.id && pod.state !== 'Deleted' && pod.state !== 'Deleting') pod.state = 'Deleting';
+}
+
+/**
+ * Drives every pending deletion one step: send the delete, then confirm with spaced GETs that answer
+ * 404 and a pod list, newer than the delete, that no longer shows the pod. Undefined when none is pending.
+ */
+function continueDeletions(ctx: Context): Step | undefined {
+  const { obs, status } = ctx;
+  const pending = [...(status.strayPods ?? [])];
+  if (status.pod?.id && status.pod.state === 'Deleting') pending.push(status.pod.id);
+  for (const podId of pending) {
+    const next = deletionStep(obs, podId);
+    if (next) return next;
+    // Confirmed gone.
+    status.strayPods = status.strayPods?.filter((id) => id !== podId);
+    if (status.strayPods?.length === 0) delete status.strayPods;
+    if (status.pod?.id === podId) {
+      status.pod.state = 'Deleted';
+      status.pod.deletedAt ??= obs.now.toISOString();
+    }
+  }
+  return undefined;
+}
+
+function deletionStep(obs: Observation, podId: string): Step | undefined {
+  const deletion: Deletion = obs.deletions[podId] ?? { notFoundLooks: 0 };
+  const listedAt = obs.pods?.listedAt;
+  const listed = obs.pods?.items.some((pod) => pod.id === podId) ?? false;
+  if (!deletion.sentAt) return step({ type: 'deletePod', podId }, lookSpacingMs);
+  const listIsNewer = listedAt !== undefined && listedAt > deletion.sentAt;
+  if (listed && listIsNewer) return step({ type: 'deletePod', podId }, lookSpacingMs);
+  if (deletion.notFoundLooks < obs.settings.goneLooks) return step({ type: 'lookForGonePod', podId }, lookSpacingMs);
+  if (!listIsNewer) return wait(obs.settings.pollIntervalMs);
+  return undefined;
+}
+
+// --- provisioning -----------------------------------------------------------------------------
+
+/** A create whose answer was lost may still have made a pod: adopt it by its exact name. */
+function adoptAfterAmbiguousCreate(ctx: Context): void {
+  const { obs, status } = ctx;
+  const last = status.attempts?.at(-1);
+  if (!last || (last.outcome !== 'Pending' && last.outcome !== 'Ambiguous')) return;
+  const found = obs.pods?.items.find((pod) => pod.name === last.name);
+  if (found) {
+    last.outcome = 'Created';
+    last.podId = found.id;
+    last.message = 'adopted after the create answer was lost';
+    status.pod = podStatusFrom(found, last.gpuType, obs);
+    return;
+  }
+  const lookedLongEnough = obs.pods !== undefined
+    && obs.pods.listedAt.getTime() >= Date.parse(last.time) + obs.settings.ambiguousLookupMs;
+  if (lookedLongEnough) {
+    last.outcome = 'Failed';
+    last.message = 'the create answer was lost and no pod with its name appeared';
+  }
+}
+
+function provision(ctx: Context, spec: RunpodRunSpec): Step {
+  const { obs, status } = ctx;
+  const last = status.attempts?.at(-1);
+  if (last && (last.outcome === 'Pending' || last.outcome === 'Ambiguous')) {
+    phase(ctx, 'Provisioning', 'Provisioning', `looking for pod ${last.name}: its create answer was lost`);
+    return wait(obs.settings.pollIntervalMs);
+  }
+  let candidates: GpuCandidate[];
+  if (spec.gpu.types) {
+    candidates = spec.gpu.types.map((gpuType) => ({ gpuType }));
+  } else if (obs.catalog) {
+    candidates = obs.catalog;
+  } else {
+    return step({ type: 'readCatalog' });
+  }
+  const attempts = status.attempts ?? [];
+  const next = nextCandidate(candidates, attempts);
+  if (!next || attempts.length >= maxAttempts) {
+    const tried = [...new Set(attempts.map((a) => a.gpuType))].join(', ');
+    return fail(ctx, 'NoCapacity', candidates.length === 0
+      ? 'no GPU type in stock matches gpu.auto'
+      : `no GPU type could be provisioned (tried: ${tried || 'none'})`);
+  }
+  const attemptNumber = attempts.length + 1;
+  const attemptName = podName(obs.run.name, attemptNumber);
+  status.attempts = [...attempts, { name: attemptName, gpuType: next.gpuType, time: obs.now.toISOString(), outcome: 'Pending' }];
+  phase(ctx, 'Provisioning', 'Provisioning', `creating pod ${attemptName} on ${next.gpuType}`);
+  return step({ type: 'createPod', attemptName, gpuType: next.gpuType, attemptNumber });
+}
+
+/** The next GPU type: after a type without capacity or readiness, the following one; after a lost answer, the same. */
+export function nextCandidate(candidates: GpuCandidate[], attempts: NonNullable<RunpodRunStatus['attempts']>): GpuCandidate | undefined {
+  let index = 0;
+  let lostOnSameType = 0;
+  for (const attempt of attempts) {
+    const at = candidates.findIndex((c) => c.gpuType === attempt.gpuType);
+    if (attempt.outcome === 'Failed' && at === index && lostOnSameType < lostCreateRetries) {
+      lostOnSameType++;
+      continue;
+    }
+    lostOnSameType = 0;
+    if (at >= 0) index = Math.max(index, at + 1);
+  }
+  return candidates[index];
+}
+
+/** Runpod names are free text; ours are `<run>-<attempt>` so a person can tell them apart. */
+export function podName(runName: string, attempt: number): string {
+  return `${runName.slice(0, 60)}-${attempt}`;
+}
+
+export function podStatusFrom(pod: PodView, gpuType: string, obs: Observation): NonNullable<RunpodRunStatus['pod']> {
+  const createdAt = pod.createdAt ?? obs.now.toISOString();
+  const maxRuntimeMs = obs.spec.ok ? obs.spec.spec.limits.maxRuntimeSeconds * 1000 : 0;
+  return {
+    id: pod.id,
+    name: pod.name,
+    gpuType: pod.gpuType ?? gpuType,
+    gpuCount: pod.gpuCount,
+    dataCenterId: pod.dataCenterId,
+    costPerHour: pod.costPerHour === undefined ? undefined : formatUsd(pod.costPerHour),
+    createdAt,
+    deadline: new Date(Date.parse(createdAt) + maxRuntimeMs).toISOString(),
+    state: pod.status,
+  };
+}
+
+// --- a pod that exists ------------------------------------------------------------------------
+
+function followPod(ctx: Context, spec: RunpodRunSpec): Step {
+  const { obs, status } = ctx;
+  const pod = status.pod!;
+  const now = obs.now.getTime();
+  const listed = obs.pods?.items.find((p) => p.id === pod.id);
+  const deadline = Date.parse(pod.deadline ?? '');
+
+  if (now > deadline + obs.settings.deadlineMarginMs) {
+    pod.state = 'Deleting';
+    return fail(ctx, 'DeadlineExceeded', `the pod outlived spec.limits.maxRuntimeSeconds (${spec.limits.maxRuntimeSeconds}s); deleted by the controller`);
+  }
+  if (!listed) return podMissing(ctx, deadline);
+  pod.state = listed.status;
+
+  if (!conditionIs(status, 'PodReady')) {
+    const age = now - Date.parse(pod.createdAt ?? obs.now.toISOString());
+    if (age > spec.limits.readyTimeoutSeconds * 1000) {
+      pod.state = 'Deleting';
+      const attempt = status.attempts?.find((a) => a.podId === pod.id);
+      if (attempt) {
+        attempt.outcome = 'NotReady';
+        attempt.message = `SSH did not answer with the pinned host key within ${spec.limits.readyTimeoutSeconds}s`;
+      }
+      phase(ctx, 'Provisioning', 'Provisioning', `pod ${pod.name} was not ready in time; deleting it before trying the next GPU type`);
+      return step({ type: 'none' });
+    }
+    if (!listed.ssh) {
+      phase(ctx, 'Provisioning', 'WaitingForSsh', `pod ${pod.name} is ${listed.status}; waiting for its SSH port`);
+      return wait(Math.min(obs.settings.pollIntervalMs, 5000));
+    }
+    pod.sshHost = listed.ssh.host;
+    pod.sshPort = listed.ssh.port;
+    phase(ctx, 'Provisioning', 'WaitingForSsh', `pod ${pod.name}: waiting for SSH with the pinned host key`);
+    return step({ type: 'probeSsh', podId: pod.id!, host: listed.ssh.host, port: listed.ssh.port }, 3000);
+  }
+
+  // Ports change when a pod resets: keep the endpoint current.
+  if (listed.ssh) {
+    pod.sshHost = listed.ssh.host;
+    pod.sshPort = listed.ssh.port;
+  }
+  phase(ctx, 'Running', 'PodReady', `pod ${pod.name} is ready (${pod.gpuType})`);
+  return wait(obs.settings.pollIntervalMs);
+}
+
+/** The current pod is not in the list: gone on its own (watchdog, host failure) or a listing lag. */
+function podMissing(ctx: Context, deadline: number): Step {
+  const { obs, status } = ctx;
+  const pod = status.pod!;
+  const listedAfterCreate = obs.pods !== undefined && obs.pods.listedAt.getTime() > Date.parse(pod.createdAt ?? '') + obs.settings.ambiguousLookupMs;
+  if (!listedAfterCreate) return wait(obs.settings.pollIntervalMs);
+  const looks = obs.deletions[pod.id!]?.notFoundLooks ?? 0;
+  if (looks < obs.settings.goneLooks) return step({ type: 'lookForGonePod', podId: pod.id! }, lookSpacingMs);
+  pod.state = 'Deleted';
+  pod.deletedAt ??= obs.now.toISOString();
+  return obs.now.getTime() >= deadline
+    ? fail(ctx, 'DeadlineExceeded', 'the pod reached its deadline and was deleted (by its watchdog)')
+    : fail(ctx, 'PodLost', `pod ${pod.name} disappeared from Runpod before the run ended`);
+}
+
+// --- outcomes of actions (pure, applied by act to the status it wrote) ------------------------
+
+export type CreateOutcome =
+  | { kind: 'created'; pod: PodView }
+  | { kind: 'capacity'; message: string }
+  | { kind: 'ambiguous'; message: string }
+  | { kind: 'failed'; reason: 'InsufficientBalance' | 'InvalidSpec' | 'CredentialsRejected'; message: string }
+  | { kind: 'transient'; message: string };
+
+export function applyCreateOutcome(obs: Observation, status: RunpodRunStatus, attemptName: string, outcome: CreateOutcome): void {
+  const attempt = status.attempts?.find((a) => a.name === attemptName);
+  if (!attempt) return;
+  const ctx: Context = { obs, status, events: [] };
+  switch (outcome.kind) {
+    case 'created':
+      attempt.outcome = 'Created';
+      attempt.podId = outcome.pod.id;
+      status.pod = podStatusFrom(outcome.pod, attempt.gpuType, obs);
+      phase(ctx, 'Provisioning', 'WaitingForSsh', `pod ${outcome.pod.name} (${outcome.pod.id}) created on ${attempt.gpuType}`);
+      return;
+    case 'capacity':
+      attempt.outcome = 'NoCapacity';
+      attempt.message = outcome.message;
+      return;
+    case 'ambiguous':
+      attempt.outcome = 'Ambiguous';
+      attempt.message = outcome.message;
+      return;
+    case 'transient':
+      // Nothing was created (the request never reached Runpod): the attempt is void.
+      attempt.outcome = 'Failed';
+      attempt.message = outcome.message;
+      return;
+    case 'failed':
+      attempt.outcome = 'Failed';
+      attempt.message = outcome.message;
+      fail(ctx, outcome.reason, outcome.message);
+  }
+}
+
+export type ProbeOutcome = { kind: 'ready' } | { kind: 'untrusted'; message: string } | { kind: 'notYet'; message: string };
+
+export function applyProbeOutcome(obs: Observation, status: RunpodRunStatus, outcome: ProbeOutcome): void {
+  const ctx: Context = { obs, status, events: [] };
+  const pod = status.pod;
+  if (!pod) return;
+  if (outcome.kind === 'ready') {
+    setCondition(status, 'PodReady', 'True', 'PodReady', `SSH answered with the pinned host key on ${pod.sshHost}:${pod.sshPort}`, obs.run.generation, obs.now);
+    phase(ctx, 'Running', 'PodReady', `pod ${pod.name} is ready (${pod.gpuType})`);
+  } else if (outcome.kind === 'untrusted') {
+    pod.state = 'Deleting';
+    fail(ctx, 'BootFailed', `pod ${pod.name} is not trusted: ${outcome.message}`);
+  }
+}
+
+// --- helpers ----------------------------------------------------------------------------------
+
+function phase(ctx: Context, value: Phase, reason: Reason, message: string): void {
+  setPhase(ctx.status, value, reason, message, ctx.obs.run.generation, ctx.obs.now);
+}
+
+function fail(ctx: Context, reason: Reason, message: string): Step {
+  phase(ctx, 'Failed', reason, message);
+  if (ctx.status.pod?.id && ctx.status.pod.state !== 'Deleted') markCurrentPodForDeletion(ctx);
+  return step({ type: 'none' });
+}
+
+function updateCost(ctx: Context): void {
+  const pod = ctx.status.pod;
+  if (!pod?.createdAt || pod.costPerHour === undefined) return;
+  const end = pod.deletedAt ? Date.parse(pod.deletedAt) : ctx.obs.now.getTime();
+  const hours = Math.max(0, end - Date.parse(pod.createdAt)) / 3_600_000;
+  ctx.status.estimatedCostUsd = formatUsd(Number(pod.costPerHour) * hours);
+}
+
+export function formatUsd(value: number): string {
+  return value.toFixed(value < 10 ? 4 : 2).replace(/(\.\d\d\d*?)0+$/, '$1');
+}

@@ -1,0 +1,79 @@
+// What a reconcile sees (Observation) and what it decides (Decision). decide() maps one to the
+// other without I/O; observe() builds the first, act() carries out the second.
+import type { SpecVerdict } from '../api/runpodrun.ts';
+import type { Reason, RunpodRunStatus } from '../api/status.ts';
+
+/** One Runpod pod of this run, as the account's shared pod list last showed it. */
+export interface PodView {
+  id: string;
+  name: string;
+  status: string;
+  gpuType?: string;
+  gpuCount?: number;
+  dataCenterId?: string;
+  costPerHour?: number;
+  createdAt?: string;
+  /** ssh.direct, present once port 22 is mapped. */
+  ssh?: { host: string; port: number };
+}
+
+/** A GPU type the run may try, in the order it is tried. */
+export interface GpuCandidate { gpuType: string; pricePerHour?: number }
+
+export interface Observation {
+  now: Date;
+  run: {
+    name: string;
+    namespace: string;
+    uid: string;
+    generation: number;
+    deleting: boolean;
+    hasFinalizer: boolean;
+    skipCleanup: boolean;
+  };
+  spec: SpecVerdict;
+  status: RunpodRunStatus;
+  credentials: { found: true } | { found: false; message: string };
+  sshKeysReady: boolean;
+  /** The account's pod list, filtered to this run's marker; undefined until the first list arrived. */
+  pods?: { listedAt: Date; items: PodView[] };
+  /** For gpu.auto: the candidates from one catalog read; undefined until read. */
+  catalog?: GpuCandidate[];
+  /** What this process did to delete pods, and the 404s it saw since (evidence they are gone). */
+  deletions: Record<string, Deletion>;
+  settings: DecideSettings;
+}
+
+export interface Deletion { sentAt?: Date; notFoundLooks: number }
+
+export interface DecideSettings {
+  /** How long after an ambiguous create a pod list must be before absence counts. */
+  ambiguousLookupMs: number;
+  /** The controller's own guard: a pod still alive this long past its deadline is deleted by us. */
+  deadlineMarginMs: number;
+  /** GETs answering 404 needed before a pod is taken as gone. */
+  goneLooks: number;
+  pollIntervalMs: number;
+}
+
+export type Action =
+  | { type: 'none' }
+  | { type: 'addFinalizer' }
+  | { type: 'removeFinalizer' }
+  | { type: 'ensureSshKeys' }
+  | { type: 'readCatalog' }
+  | { type: 'createPod'; attemptName: string; gpuType: string; attemptNumber: number }
+  | { type: 'probeSsh'; podId: string; host: string; port: number }
+  | { type: 'deletePod'; podId: string }
+  | { type: 'lookForGonePod'; podId: string };
+
+export interface RunEvent { type: 'Normal' | 'Warning'; reason: Reason; note: string }
+
+export interface Decision {
+  /** The status to write before the action runs (intent before side effect). */
+  status: RunpodRunStatus;
+  action: Action;
+  /** When to look again; 'backoff' = the queue's per-key exponential backoff. */
+  requeue: { afterMs: number } | 'backoff' | 'none';
+  events: RunEvent[];
+}

@@ -1,0 +1,275 @@
+// decide() state by state: pure, so every rule of a run's life is checked without any I/O.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { parseSpec } from '../../src/api/runpodrun.ts';
+import type { RunpodRunStatus } from '../../src/api/status.ts';
+import { applyCreateOutcome, applyProbeOutcome, decide, nextCandidate, podName } from '../../src/run/decide.ts';
+import type { Observation, PodView } from '../../src/run/model.ts';
+
+const t0 = new Date('2026-11-29T12:00:00Z');
+const at = (seconds: number) => new Date(t0.getTime() + seconds * 1000);
+
+function spec(extra: Record<string, unknown> = {}) {
+  const verdict = parseSpec({
+    credentials: { secretName: 'runpod' }, image: 'img', gpu: { types: ['A', 'B'] },
+    job: { command: ['true'] }, limits: { maxRuntimeSeconds: 600, readyTimeoutSeconds: 60 }, ...extra,
+  });
+  assert.ok(verdict.ok, JSON.stringify(verdict));
+  return verdict;
+}
+
+function observe(over: Partial<Observation> = {}, status: RunpodRunStatus = {}): Observation {
+  return {
+    now: t0,
+    run: { name: 'r', namespace: 'ns', uid: 'uid-1', generation: 1, deleting: false, hasFinalizer: true, skipCleanup: false },
+    spec: spec(),
+    status,
+    credentials: { found: true },
+    sshKeysReady: true,
+    pods: { listedAt: t0, items: [] },
+    deletions: {},
+    settings: { ambiguousLookupMs: 10_000, deadlineMarginMs: 60_000, goneLooks: 3, pollIntervalMs: 5000 },
+    ...over,
+  };
+}
+
+const pod = (over: Partial<PodView> = {}): PodView =>
+  ({ id: 'p1', name: 'r-1', status: 'RUNNING', gpuType: 'A', gpuCount: 1, costPerHour: 0.5, createdAt: t0.toISOString(), ...over });
+
+/** The status right after pod p1 was created on GPU type A. */
+function createdStatus(): RunpodRunStatus {
+  const obs = observe();
+  const first = decide(obs);
+  applyCreateOutcome(obs, first.status, 'r-1', { kind: 'created', pod: pod() });
+  return first.status;
+}
+
+function readyStatus(): RunpodRunStatus {
+  const status = createdStatus();
+  status.pod!.sshHost = '127.0.0.1';
+  status.pod!.sshPort = 2222;
+  applyProbeOutcome(observe(), status, { kind: 'ready' });
+  return status;
+}
+
+describe('decide: before any Runpod call', () => {
+  test('adds the finalizer first', () => {
+    assert.deepEqual(decide(observe({ run: { ...observe().run, hasFinalizer: false } })).action, { type: 'addFinalizer' });
+  });
+
+  test('an invalid spec fails the run with InvalidSpec and calls nothing', () => {
+    const d = decide(observe({ spec: { ok: false, message: 'spec.gpu: exactly one of gpu.types and gpu.auto must be set' } }));
+    assert.equal(d.status.phase, 'Failed');
+    assert.equal(d.status.reason, 'InvalidSpec');
+    assert.match(d.status.message!, /spec\.gpu/);
+    assert.deepEqual(d.action, { type: 'none' });
+    assert.equal(d.events[0]?.type, 'Warning');
+    assert.ok(d.status.conditions?.some((c) => c.type === 'Stalled' && c.status === 'True'));
+    assert.ok(d.status.conditions?.some((c) => c.type === 'Failed' && c.status === 'True'));
+  });
+
+  test('missing credentials wait with backoff, without any Runpod call', () => {
+    const d = decide(observe({ credentials: { found: false, message: 'Secret ns/runpod not found' }, pods: undefined }));
+    assert.equal(d.status.phase, 'Pending');
+    assert.equal(d.status.reason, 'CredentialsMissing');
+    assert.equal(d.requeue, 'backoff');
+    assert.deepEqual(d.action, { type: 'none' });
+  });
+
+  test('generates the SSH keys before provisioning', () => {
+    assert.deepEqual(decide(observe({ sshKeysReady: false })).action, { type: 'ensureSshKeys' });
+  });
+
+  test('waits for the first pod list before deciding anything about pods', () => {
+    assert.deepEqual(decide(observe({ pods: undefined })).action, { type: 'none' });
+  });
+});
+
+describe('decide: provisioning', () => {
+  test('records the attempt in the status before the create is sent', () => {
+    const d = decide(observe());
+    assert.deepEqual(d.action, { type: 'createPod', attemptName: 'r-1', gpuType: 'A', attemptNumber: 1 });
+    assert.deepEqual(d.status.attempts, [{ name: 'r-1', gpuType: 'A', time: t0.toISOString(), outcome: 'Pending' }]);
+    assert.equal(d.status.phase, 'Provisioning');
+  });
+
+  test('no capacity on the first type moves on to the second, then fails NoCapacity', () => {
+    const obs = observe();
+    const first = decide(obs);
+    applyCreateOutcome(obs, first.status, 'r-1', { kind: 'capacity', message: 'no instances' });
+    const second = decide(observe({}, first.status));
+    assert.deepEqual(second.action, { type: 'createPod', attemptName: 'r-2', gpuType: 'B', attemptNumber: 2 });
+    applyCreateOutcome(obs, second.status, 'r-2', { kind: 'capacity', message: 'no instances' });
+    const third = decide(observe({}, second.status));
+    assert.equal(third.status.reason, 'NoCapacity');
+    assert.match(third.status.message!, /tried: A, B/);
+  });
+
+  test('gpu.auto reads the catalog once, then goes cheapest first', () => {
+    const auto = spec({ gpu: { auto: { minVramGb: 24 } } });
+    assert.deepEqual(decide(observe({ spec: auto })).action, { type: 'readCatalog' });
+    const d = decide(observe({ spec: auto, catalog: [{ gpuType: 'cheap', pricePerHour: 0.2 }, { gpuType: 'dear', pricePerHour: 2 }] }));
+    assert.deepEqual(d.action, { type: 'createPod', attemptName: 'r-1', gpuType: 'cheap', attemptNumber: 1 });
+    const none = decide(observe({ spec: auto, catalog: [] }));
+    assert.equal(none.status.reason, 'NoCapacity');
+  });
+
+  test('402 fails InsufficientBalance, 422 InvalidSpec, 401 CredentialsRejected', () => {
+    for (const reason of ['InsufficientBalance', 'InvalidSpec', 'CredentialsRejected'] as const) {
+      const obs = observe();
+      const d = decide(obs);
+      applyCreateOutcome(obs, d.status, 'r-1', { kind: 'failed', reason, message: 'm' });
+      assert.equal(d.status.phase, 'Failed');
+      assert.equal(d.status.reason, reason);
+      assert.deepEqual(decide(observe({}, d.status)).action, { type: 'none' }, 'no further create');
+    }
+  });
+
+  test('an ambiguous create is never resent: the pod is looked up by name and adopted', () => {
+    const obs = observe();
+    const d = decide(obs);
+    applyCreateOutcome(obs, d.status, 'r-1', { kind: 'ambiguous', message: '500' });
+    const waiting = decide(observe({ now: at(3), pods: { listedAt: at(3), items: [] } }, d.status));
+    assert.deepEqual(waiting.action, { type: 'none' }, 'no create while the first may exist');
+    const adopted = decide(observe({ now: at(6), pods: { listedAt: at(6), items: [pod({ id: 'p9' })] } }, waiting.status));
+    assert.equal(adopted.status.pod?.id, 'p9');
+    assert.equal(adopted.status.attempts?.[0]?.outcome, 'Created');
+    assert.equal(adopted.status.attempts?.length, 1);
+  });
+
+  test('an ambiguous create with no pod after the lookup grace is retried on the same type', () => {
+    const obs = observe();
+    const d = decide(obs);
+    applyCreateOutcome(obs, d.status, 'r-1', { kind: 'ambiguous', message: 'timeout' });
+    const next = decide(observe({ now: at(20), pods: { listedAt: at(20), items: [] } }, d.status));
+    assert.equal(next.status.attempts?.[0]?.outcome, 'Failed');
+    assert.deepEqual(next.action, { type: 'createPod', attemptName: 'r-2', gpuType: 'A', attemptNumber: 2 });
+  });
+
+  test('a create recorded but never answered (controller crash) is treated as ambiguous', () => {
+    const pending = decide(observe()).status;
+    const restarted = decide(observe({ now: at(2), pods: { listedAt: at(2), items: [pod()] } }, pending));
+    assert.equal(restarted.status.pod?.id, 'p1');
+    assert.equal(restarted.status.attempts?.length, 1);
+  });
+
+  test('a pod of the run that is not its current pod is deleted before anything else', () => {
+    const status = createdStatus();
+    const d = decide(observe({ pods: { listedAt: t0, items: [pod(), pod({ id: 'p2', name: 'r-7' })] } }, status));
+    assert.deepEqual(d.status.strayPods, ['p2']);
+    assert.deepEqual(d.action, { type: 'deletePod', podId: 'p2' });
+  });
+
+  test('waits for ssh.direct, then probes SSH with the pinned key', () => {
+    const status = createdStatus();
+    const noSsh = decide(observe({ pods: { listedAt: t0, items: [pod()] } }, status));
+    assert.equal(noSsh.status.reason, 'WaitingForSsh');
+    assert.deepEqual(noSsh.action, { type: 'none' });
+    const probe = decide(observe({ pods: { listedAt: t0, items: [pod({ ssh: { host: '127.0.0.1', port: 2222 } })] } }, status));
+    assert.deepEqual(probe.action, { type: 'probeSsh', podId: 'p1', host: '127.0.0.1', port: 2222 });
+  });
+
+  test('a ready probe makes the run Running/PodReady with PodReady True', () => {
+    const status = readyStatus();
+    assert.equal(status.phase, 'Running');
+    assert.ok(status.conditions?.some((c) => c.type === 'PodReady' && c.status === 'True'));
+    const d = decide(observe({ now: at(10), pods: { listedAt: at(10), items: [pod({ ssh: { host: '127.0.0.1', port: 2222 } })] } }, status));
+    assert.equal(d.status.reason, 'PodReady');
+    assert.equal(d.status.estimatedCostUsd, '0.0014', '0.50 $/h for 10 s');
+  });
+
+  test('a host key mismatch: the pod is not trusted, deleted, the run fails BootFailed', () => {
+    const status = createdStatus();
+    applyProbeOutcome(observe(), status, { kind: 'untrusted', message: 'host key mismatch' });
+    assert.equal(status.reason, 'BootFailed');
+    assert.equal(status.pod?.state, 'Deleting');
+    assert.deepEqual(decide(observe({ pods: { listedAt: t0, items: [pod()] } }, status)).action, { type: 'deletePod', podId: 'p1' });
+  });
+
+  test('not ready within readyTimeoutSeconds: delete (confirmed), then the next GPU type', () => {
+    let status = createdStatus();
+    const late = { now: at(61), pods: { listedAt: at(61), items: [pod()] } };
+    status = decide(observe(late, status)).status;
+    assert.equal(status.pod?.state, 'Deleting');
+    assert.equal(status.attempts?.[0]?.outcome, 'NotReady');
+    assert.deepEqual(decide(observe(late, status)).action, { type: 'deletePod', podId: 'p1' });
+    // Deleted, three 404s, and a newer list without it: only then the next create.
+    const deletions = { p1: { sentAt: at(62), notFoundLooks: 2 } };
+    assert.deepEqual(decide(observe({ now: at(70), pods: { listedAt: at(70), items: [] }, deletions }, status)).action, { type: 'lookForGonePod', podId: 'p1' });
+    const confirmed = decide(observe({ now: at(72), pods: { listedAt: at(72), items: [] }, deletions: { p1: { sentAt: at(62), notFoundLooks: 3 } } }, status));
+    assert.equal(confirmed.status.pod?.state, 'Deleted');
+    assert.deepEqual(confirmed.action, { type: 'createPod', attemptName: 'r-2', gpuType: 'B', attemptNumber: 2 });
+  });
+
+  test('never creates while a deleted pod is still listed after the delete', () => {
+    let status = createdStatus();
+    status = decide(observe({ now: at(61), pods: { listedAt: at(61), items: [pod()] } }, status)).status;
+    const d = decide(observe({ now: at(70), pods: { listedAt: at(70), items: [pod()] }, deletions: { p1: { sentAt: at(62), notFoundLooks: 3 } } }, status));
+    assert.deepEqual(d.action, { type: 'deletePod', podId: 'p1' }, 'resent, not forgotten');
+  });
+});
+
+describe('decide: ending early', () => {
+  test('the controller guard deletes a pod past its deadline + margin: DeadlineExceeded', () => {
+    const status = readyStatus();
+    const d = decide(observe({ now: at(600 + 61), pods: { listedAt: at(600 + 61), items: [pod()] } }, status));
+    assert.equal(d.status.reason, 'DeadlineExceeded');
+    assert.equal(d.status.pod?.state, 'Deleting');
+    assert.deepEqual(decide(observe({ now: at(662), pods: { listedAt: at(662), items: [pod()] } }, d.status)).action, { type: 'deletePod', podId: 'p1' });
+  });
+
+  test('a pod gone from the list is confirmed with 404s: PodLost before the deadline, DeadlineExceeded after', () => {
+    const status = readyStatus();
+    const looks = (n: number, seconds: number) => observe({ now: at(seconds), pods: { listedAt: at(seconds), items: [] }, deletions: { p1: { notFoundLooks: n } } }, status);
+    assert.deepEqual(decide(looks(0, 100)).action, { type: 'lookForGonePod', podId: 'p1' });
+    assert.equal(decide(looks(3, 100)).status.reason, 'PodLost');
+    assert.equal(decide(looks(3, 601)).status.reason, 'DeadlineExceeded');
+    assert.equal(decide(looks(3, 601)).status.pod?.state, 'Deleted');
+  });
+
+  test('cancel deletes the pod, confirms, then fails Cancelled', () => {
+    const status = readyStatus();
+    const cancel = spec({ cancel: true });
+    const first = decide(observe({ spec: cancel, pods: { listedAt: t0, items: [pod()] } }, status));
+    assert.deepEqual(first.action, { type: 'deletePod', podId: 'p1' });
+    const end = decide(observe({ spec: cancel, now: at(10), pods: { listedAt: at(10), items: [] }, deletions: { p1: { sentAt: at(1), notFoundLooks: 3 } } }, first.status));
+    assert.equal(end.status.reason, 'Cancelled');
+    assert.equal(end.status.phase, 'Failed');
+    assert.equal(end.status.pod?.state, 'Deleted');
+  });
+
+  test('deleting the run deletes every pod of its marker, confirms, then removes the finalizer', () => {
+    const status = readyStatus();
+    const deleting = { ...observe().run, deleting: true };
+    const first = decide(observe({ run: deleting, pods: { listedAt: t0, items: [pod(), pod({ id: 'p2' })] } }, status));
+    assert.deepEqual(first.action, { type: 'deletePod', podId: 'p2' });
+    const later = decide(observe({
+      run: deleting, now: at(10), pods: { listedAt: at(10), items: [] },
+      deletions: { p1: { sentAt: at(1), notFoundLooks: 3 }, p2: { sentAt: at(1), notFoundLooks: 3 } },
+    }, first.status));
+    assert.deepEqual(later.action, { type: 'removeFinalizer' });
+  });
+
+  test('deleting a run that never created a pod, or with skip-cleanup, removes the finalizer at once', () => {
+    assert.deepEqual(decide(observe({ run: { ...observe().run, deleting: true }, pods: undefined })).action, { type: 'removeFinalizer' });
+    const skip = { ...observe().run, deleting: true, skipCleanup: true };
+    assert.deepEqual(decide(observe({ run: skip, pods: undefined }, readyStatus())).action, { type: 'removeFinalizer' });
+  });
+
+  test('after the end nothing of the run may keep billing, unless kept', () => {
+    const failed = decide(observe({ spec: { ok: false, message: 'x' } })).status;
+    failed.attempts = [{ name: 'r-1', gpuType: 'A', time: t0.toISOString(), outcome: 'Created', podId: 'p1' }];
+    assert.deepEqual(decide(observe({ pods: { listedAt: t0, items: [pod()] } }, failed)).action, { type: 'deletePod', podId: 'p1' });
+  });
+});
+
+test('nextCandidate and podName', () => {
+  const c = [{ gpuType: 'A' }, { gpuType: 'B' }];
+  assert.equal(nextCandidate(c, [])?.gpuType, 'A');
+  assert.equal(nextCandidate(c, [{ name: 'x', gpuType: 'A', time: '', outcome: 'NoCapacity' }])?.gpuType, 'B');
+  const lost = { name: 'x', gpuType: 'A', time: '', outcome: 'Failed' as const };
+  assert.equal(nextCandidate(c, [lost])?.gpuType, 'A');
+  assert.equal(nextCandidate(c, [lost, lost])?.gpuType, 'A');
+  assert.equal(nextCandidate(c, [lost, lost, lost])?.gpuType, 'B', 'a type whose answers keep getting lost is given up');
+  assert.equal(podName('a'.repeat(80), 3), `${'a'.repeat(60)}-3`);
+});
