@@ -1,0 +1,88 @@
+// /_sim: the test tool's own API (no auth, loopback only): every pod ever created with its
+// processes, request counters, and fault injection.
+import type { IncomingMessage } from 'node:http';
+import type { SimCore } from './core.ts';
+import { faultSchema } from './faults.ts';
+import { fail, json, readJsonBody, type Reply, type Route } from './http.ts';
+import { problem, problems, validationErrors } from './problems.ts';
+import { processTable, type ProcessTable } from './procs.ts';
+import type { PodRecord } from './state.ts';
+
+export type AdminHandler = (core: SimCore, req: IncomingMessage, params: string[]) => Promise<Reply>;
+
+function simPodView(core: SimCore, pod: PodRecord, table: ProcessTable): Record<string, unknown> {
+  const real = core.pods.get(pod.id);
+  const ssh = pod.container?.ports.find((port) => port.private === 22 && port.type === 'tcp');
+  return {
+    id: pod.id,
+    name: pod.spec.name,
+    status: pod.deletedAt === null ? pod.status : 'TERMINATED',
+    env: pod.spec.env,
+    gpuTypeId: pod.gpuTypeId,
+    gpuCount: pod.gpuCount,
+    costPerHr: pod.costPerHr,
+    dataCenterId: pod.dataCenterId,
+    createdAt: new Date(pod.createdAt).toISOString(),
+    startedAt: pod.startedAt === null ? null : new Date(pod.startedAt).toISOString(),
+    deletedAt: pod.deletedAt === null ? null : new Date(pod.deletedAt).toISOString(),
+    deletedBy: pod.deletedBy,
+    restarts: pod.restarts,
+    sshPort: ssh?.public ?? null,
+    ready: pod.container?.ready ?? false,
+    podApiKey: pod.podKey,
+    processes: real?.processes(table) ?? [],
+  };
+}
+
+const listPods: AdminHandler = async (core) => {
+  const table = processTable();
+  return Promise.resolve(json(200, { pods: [...core.state.pods.values()].map((pod) => simPodView(core, pod, table)) }));
+};
+
+const podLogs: AdminHandler = async (core, _req, params) => {
+  const pod = core.pods.get(params[0] ?? '');
+  return Promise.resolve(pod ? { kind: 'text', status: 200, body: pod.logs() } : fail(problems.notFound()));
+};
+
+const armFault: AdminHandler = async (core, req) => {
+  const body = await readJsonBody(req);
+  if (!body.ok) return fail(problem(400, body.detail));
+  const parsed = faultSchema.safeParse(body.value);
+  if (!parsed.success) return fail(problem(400, 'invalid fault', { errors: validationErrors(parsed.error.issues, body.value) }));
+  const fault = parsed.data;
+  if (fault.fault === 'vanish') {
+    // Not queued: the pod disappears (after afterMs), killed with no delete call, as on a host failure.
+    const pod = core.state.alivePod(fault.podId);
+    if (!pod) return fail(problem(400, `no live pod ${fault.podId}`));
+    const vanish = (): Promise<void> => (pod.deletedAt === null ? core.deletePod(pod, 'vanished') : Promise.resolve());
+    if (fault.afterMs === 0) await vanish();
+    else setTimeout(() => void vanish(), fault.afterMs).unref();
+    return json(200, { armed: fault });
+  }
+  core.faults.arm(fault);
+  return json(200, { armed: fault });
+};
+
+const listFaults: AdminHandler = async (core) => Promise.resolve(json(200, { faults: core.faults.pending() }));
+
+const clearFaults: AdminHandler = async (core) => {
+  core.faults.clear();
+  return Promise.resolve(json(200, { faults: [] }));
+};
+
+const stats: AdminHandler = async (core) => Promise.resolve(json(200, core.stats.snapshot()));
+
+const resetStats: AdminHandler = async (core) => {
+  core.stats.reset();
+  return Promise.resolve(json(200, core.stats.snapshot()));
+};
+
+export const adminRoutes: Route<AdminHandler>[] = [
+  { method: 'GET', template: '/_sim/pods', handler: listPods },
+  { method: 'GET', template: '/_sim/pods/{id}/logs', handler: podLogs },
+  { method: 'POST', template: '/_sim/faults', handler: armFault },
+  { method: 'GET', template: '/_sim/faults', handler: listFaults },
+  { method: 'DELETE', template: '/_sim/faults', handler: clearFaults },
+  { method: 'GET', template: '/_sim/stats', handler: stats },
+  { method: 'POST', template: '/_sim/reset-stats', handler: resetStats },
+];

@@ -1,0 +1,96 @@
+// Helpers for tests anywhere in the project: read the simulator's admin API, inject faults, and the
+// leak check every test that creates pods ends with.
+import { z } from 'zod';
+import type { FaultInput } from './faults.ts';
+
+export type { FaultInput } from './faults.ts';
+
+const procSchema = z.object({ pid: z.number(), command: z.string(), rssKb: z.number() });
+
+const simPodSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  status: z.enum(['RUNNING', 'EXITED', 'ERROR', 'TERMINATED']),
+  env: z.record(z.string(), z.string()),
+  gpuTypeId: z.string(),
+  gpuCount: z.number(),
+  costPerHr: z.number(),
+  dataCenterId: z.string(),
+  createdAt: z.string(),
+  startedAt: z.string().nullable(),
+  deletedAt: z.string().nullable(),
+  deletedBy: z.enum(['account', 'pod', 'vanished']).nullable(),
+  restarts: z.number(),
+  sshPort: z.number().nullable(),
+  ready: z.boolean(),
+  podApiKey: z.string(),
+  processes: z.array(procSchema),
+});
+
+const statsSchema = z.object({
+  requests: z.array(
+    z.object({ caller: z.enum(['account', 'pod', 'anonymous']), method: z.string(), path: z.string(), status: z.number(), count: z.number() }),
+  ),
+  total: z.number(),
+});
+
+export type SimPod = z.infer<typeof simPodSchema>;
+export type SimStats = z.infer<typeof statsSchema>;
+
+async function getJson(url: string): Promise<unknown> {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`GET ${url}: ${response.status} ${await response.text()}`);
+  return response.json();
+}
+
+/** Every pod the simulator ever created, alive or deleted, with the processes it still has. */
+export async function simPods(adminUrl: string): Promise<SimPod[]> {
+  return z.object({ pods: z.array(simPodSchema) }).parse(await getJson(`${adminUrl}/pods`)).pods;
+}
+
+export async function simStats(adminUrl: string): Promise<SimStats> {
+  return statsSchema.parse(await getJson(`${adminUrl}/stats`));
+}
+
+/** Requests counted for one method and path template (e.g. "GET", "/v2/pods/{id}"), optionally one status. */
+export function countRequests(stats: SimStats, method: string, path: string, status?: number): number {
+  return stats.requests
+    .filter((entry) => entry.method === method && entry.path === path && (status === undefined || entry.status === status))
+    .reduce((sum, entry) => sum + entry.count, 0);
+}
+
+export async function simPodLogs(adminUrl: string, podId: string): Promise<string> {
+  const response = await fetch(`${adminUrl}/pods/${encodeURIComponent(podId)}/logs`);
+  return response.text();
+}
+
+export async function injectFault(adminUrl: string, fault: FaultInput): Promise<void> {
+  const response = await fetch(`${adminUrl}/faults`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(fault),
+  });
+  if (!response.ok) throw new Error(`injecting ${fault.fault}: ${response.status} ${await response.text()}`);
+}
+
+/**
+ * Throws, listing them, if any pod is still alive or any process of a deleted pod is still on the
+ * machine. Processes get `graceMs` to go (a delete already waits for them; a delayed vanish may not).
+ */
+export async function assertNoLeaks(adminUrl: string, graceMs = 2000): Promise<void> {
+  const deadline = Date.now() + graceMs;
+  for (;;) {
+    const pods = await simPods(adminUrl);
+    const alive = pods.filter((pod) => pod.deletedAt === null);
+    if (alive.length > 0) {
+      throw new Error(`pods left alive: ${alive.map((pod) => `${pod.id} (${pod.name}, ${pod.status})`).join(', ')}`);
+    }
+    const leaking = pods.filter((pod) => pod.processes.length > 0);
+    if (leaking.length === 0) return;
+    if (Date.now() >= deadline) {
+      const lines = leaking.flatMap((pod) => pod.processes.map((proc) => `${pod.id}: pid ${proc.pid} ${proc.command.slice(0, 120)}`));
+      throw new Error(`processes of deleted pods left on the machine:\n${lines.join('\n')}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

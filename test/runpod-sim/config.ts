@@ -1,0 +1,118 @@
+// The simulator's configuration: GPU types with prices and stock per data center, data centers,
+// rate limits and timings. Every field has a default, so `{}` serves the demo; a list given in full
+// (gpuTypes, dataCenters) replaces the default list rather than merging with it.
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+
+const regions = ['NORTH_AMERICA', 'SOUTH_AMERICA', 'EUROPE', 'ASIA', 'MIDDLE_EAST', 'AFRICA', 'OCEANIA', 'UNKNOWN'] as const;
+
+const priceSchema = z.union([
+  // A bare number is the secure price; the type is then not offered on the community cloud.
+  z.number().nonnegative().transform((secure) => ({ secure, community: null })),
+  z.strictObject({ secure: z.number().nonnegative(), community: z.number().nonnegative().nullable().default(null) }),
+]);
+
+const gpuTypeSchema = z.strictObject({
+  id: z.string().min(1),
+  displayName: z.string().min(1),
+  memoryInGb: z.number().int().positive(),
+  pricePerHour: priceSchema,
+  manufacturer: z.enum(['NVIDIA', 'AMD', 'UNKNOWN']).optional(),
+  maxCount: z.number().int().positive().default(8),
+  cudaVersion: z.string().regex(/^\d+\.\d+$/).default('12.8'),
+  /** Free GPUs of this type per data center id. A pod of `gpu.count` N takes N of them. */
+  stock: z.record(z.string(), z.number().int().nonnegative()).default({}),
+});
+
+const dataCenterSchema = z.strictObject({
+  id: z.string().min(1),
+  name: z.string().min(1),
+  region: z.enum(regions).default('UNKNOWN'),
+  globalNetwork: z.boolean().default(false),
+  compliance: z.array(z.string()).default([]),
+  networkVolumeTypes: z.array(z.enum(['STANDARD', 'HIGH_PERFORMANCE'])).default(['STANDARD']),
+});
+
+const rateLimitWindowSchema = z.strictObject({
+  quota: z.number().int().positive(),
+  seconds: z.number().int().positive(),
+});
+
+export const simConfigSchema = z
+  .strictObject({
+    gpuTypes: z.array(gpuTypeSchema).min(1).prefault(() => defaultGpuTypes()),
+    dataCenters: z.array(dataCenterSchema).min(1).prefault(() => defaultDataCenters()),
+    rateLimits: z
+      .strictObject({
+        enabled: z.boolean().default(true),
+        // Windows are counted per key from that key's first request in the window (not wall-clock
+        // aligned), so a burst in a test never straddles a boundary by chance.
+        minute: rateLimitWindowSchema.default({ quota: 60, seconds: 60 }),
+        hour: rateLimitWindowSchema.default({ quota: 3000, seconds: 3600 }),
+      })
+      .prefault({}),
+    timings: z
+      .strictObject({
+        /** Extra delay after the container starts before its ports are reachable and reported. */
+        bootDelayMs: z.number().int().nonnegative().default(0),
+        /** Delay before a container whose main process exited is started again (Runpod restart-loops). */
+        restartDelayMs: z.number().int().nonnegative().default(2000),
+        /** Delay before answering a create, to exercise client timeouts. */
+        createLatencyMs: z.number().int().nonnegative().default(0),
+        /** How often a booting pod's port 22 is probed. */
+        probeIntervalMs: z.number().int().positive().default(100),
+      })
+      .prefault({}),
+    pods: z
+      .strictObject({
+        /** What a pod runs when the create call sends no `args` (stands in for the image's CMD). */
+        defaultArgs: z.string().default('sleep infinity'),
+        /** Bytes of each pod's stdout/stderr kept for GET /_sim/pods/{id}/logs. */
+        logBytes: z.number().int().positive().default(65536),
+      })
+      .prefault({}),
+  })
+  .superRefine((config, ctx) => {
+    const dcIds = new Set(config.dataCenters.map((dc) => dc.id));
+    config.gpuTypes.forEach((type, index) => {
+      for (const dcId of Object.keys(type.stock)) {
+        if (!dcIds.has(dcId)) {
+          ctx.addIssue({ code: 'custom', path: ['gpuTypes', index, 'stock', dcId], message: `unknown data center ${dcId}` });
+        }
+      }
+    });
+  });
+
+export type SimConfigInput = z.input<typeof simConfigSchema>;
+export type SimConfig = z.output<typeof simConfigSchema>;
+export type GpuTypeConfig = SimConfig['gpuTypes'][number];
+export type DataCenterConfig = SimConfig['dataCenters'][number];
+
+export function parseConfig(input: unknown): SimConfig {
+  const result = simConfigSchema.safeParse(input ?? {});
+  if (!result.success) throw new Error(`invalid simulator config: ${z.prettifyError(result.error)}`);
+  return result.data;
+}
+
+/** Reads a YAML or JSON config file (YAML is a superset of JSON, so one parser reads both). */
+export function loadConfigFile(path: string): SimConfig {
+  return parseConfig(parseYaml(readFileSync(path, 'utf8')));
+}
+
+function defaultGpuTypes(): z.input<typeof gpuTypeSchema>[] {
+  return [
+    { id: 'NVIDIA GeForce RTX 4090', displayName: 'RTX 4090', memoryInGb: 24, pricePerHour: { secure: 0.69, community: 0.34 }, stock: { 'EU-RO-1': 3, 'US-TX-3': 2 } },
+    { id: 'NVIDIA A40', displayName: 'A40', memoryInGb: 48, pricePerHour: 0.4, stock: { 'EU-RO-1': 2, 'US-TX-3': 2 } },
+    { id: 'NVIDIA RTX A6000', displayName: 'RTX A6000', memoryInGb: 48, pricePerHour: { secure: 0.49, community: 0.33 }, stock: { 'EU-RO-1': 2, 'US-TX-3': 1 } },
+    { id: 'NVIDIA A100 80GB PCIe', displayName: 'A100 PCIe', memoryInGb: 80, pricePerHour: { secure: 1.64, community: 1.19 }, stock: { 'EU-RO-1': 1, 'US-TX-3': 2 } },
+    { id: 'NVIDIA H100 80GB HBM3', displayName: 'H100 SXM', memoryInGb: 80, pricePerHour: 2.99, stock: { 'EU-RO-1': 1, 'US-TX-3': 1 } },
+  ];
+}
+
+function defaultDataCenters(): z.input<typeof dataCenterSchema>[] {
+  return [
+    { id: 'EU-RO-1', name: 'EU Romania 1', region: 'EUROPE', compliance: ['GDPR', 'ISO_IEC_27001', 'SOC_2_TYPE_2'], networkVolumeTypes: ['STANDARD'] },
+    { id: 'US-TX-3', name: 'US Texas 3', region: 'NORTH_AMERICA', globalNetwork: true, compliance: ['SOC_2_TYPE_2'], networkVolumeTypes: ['STANDARD', 'HIGH_PERFORMANCE'] },
+  ];
+}

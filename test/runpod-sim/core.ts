@@ -1,0 +1,53 @@
+// What the v2 API and the admin API share: state, the real pods, faults, quotas and counters.
+import type { Socket } from 'node:net';
+import type { Logger } from '../../src/log.ts';
+import type { SimConfig } from './config.ts';
+import { FaultQueue } from './faults.ts';
+import { RealPod, type PodHostContext } from './pods.ts';
+import { RateLimiter } from './ratelimit.ts';
+import { SimState, type DeletedBy, type PodRecord } from './state.ts';
+import { RequestStats } from './stats.ts';
+
+export class SimCore {
+  readonly state: SimState;
+  readonly faults = new FaultQueue();
+  readonly limiter: RateLimiter;
+  readonly stats = new RequestStats();
+  readonly pods = new Map<string, RealPod>();
+  /** Sockets of requests held open by the create-timeout fault. */
+  readonly held = new Set<Socket>();
+  readonly log: Logger;
+  private readonly host: PodHostContext;
+
+  constructor(config: SimConfig, accountKeys: readonly string[], host: PodHostContext, log: Logger) {
+    this.state = new SimState(config, accountKeys);
+    this.limiter = new RateLimiter(config.rateLimits);
+    this.host = host;
+    this.log = log;
+  }
+
+  get config(): SimConfig {
+    return this.state.config;
+  }
+
+  /** Starts a real pod for a new record; the API answers without waiting for it to boot. */
+  boot(record: PodRecord): RealPod {
+    const pod = new RealPod(record, this.host);
+    this.pods.set(record.id, pod);
+    pod.boot().catch((error: unknown) => this.log.error({ err: error, podId: record.id }, 'pod boot failed'));
+    return pod;
+  }
+
+  /** Gone from the API at once; resolves when no process of the pod is left. */
+  async deletePod(record: PodRecord, by: DeletedBy): Promise<void> {
+    this.state.markDeleted(record, by);
+    this.log.debug({ podId: record.id, by }, 'pod deleted');
+    await this.pods.get(record.id)?.destroy();
+  }
+
+  async stopAll(): Promise<void> {
+    for (const socket of this.held) socket.destroy();
+    this.held.clear();
+    await Promise.all([...this.pods.values()].map((pod) => pod.destroy()));
+  }
+}

@@ -1,0 +1,61 @@
+// Injected faults, armed by POST /_sim/faults and consumed one firing at a time.
+import { z } from 'zod';
+
+const count = z.number().int().positive().default(1);
+const method = z.string().min(1).transform((m) => m.toUpperCase()).optional();
+/** A path template as /_sim/stats reports it, e.g. "/v2/pods/{id}". */
+const path = z.string().startsWith('/').optional();
+const errorStatus = z.union([z.literal(500), z.literal(502), z.literal(503), z.literal(504)]);
+
+export const faultSchema = z.discriminatedUnion('fault', [
+  z.strictObject({ fault: z.literal('no-capacity'), count, gpuTypeId: z.string().min(1).optional() }),
+  z.strictObject({ fault: z.literal('create-ambiguous'), count, status: errorStatus.default(500) }),
+  z.strictObject({ fault: z.literal('create-timeout'), count }),
+  z.strictObject({ fault: z.literal('http-5xx'), count, method, path, status: errorStatus.default(500) }),
+  z.strictObject({ fault: z.literal('rate-limit'), count, method, path, retryAfterSeconds: z.number().int().nonnegative().default(1) }),
+  z.strictObject({ fault: z.literal('not-found-flap'), count, podId: z.string().min(1) }),
+  z.strictObject({ fault: z.literal('vanish'), count, podId: z.string().min(1), afterMs: z.number().int().nonnegative().default(0) }),
+  z.strictObject({ fault: z.literal('slow-boot'), count, delayMs: z.number().int().nonnegative() }),
+]);
+
+export type Fault = z.output<typeof faultSchema>;
+/** A fault as POST /_sim/faults accepts it (count and the other defaults may be left out). */
+export type FaultInput = z.input<typeof faultSchema>;
+export type FaultName = Fault['fault'];
+type FaultOf<N extends FaultName> = Extract<Fault, { fault: N }>;
+
+interface Armed {
+  fault: Fault;
+  remaining: number;
+}
+
+export class FaultQueue {
+  private readonly armed: Armed[] = [];
+
+  arm(fault: Fault): void {
+    this.armed.push({ fault, remaining: fault.count });
+  }
+
+  /** Consumes one firing of the first armed fault `name` that `applies`; returns it, or undefined. */
+  take<N extends FaultName>(name: N, applies: (fault: FaultOf<N>) => boolean = () => true): FaultOf<N> | undefined {
+    const index = this.armed.findIndex((entry) => entry.fault.fault === name && applies(entry.fault as FaultOf<N>));
+    const entry = this.armed[index];
+    if (!entry) return undefined;
+    entry.remaining -= 1;
+    if (entry.remaining <= 0) this.armed.splice(index, 1);
+    return entry.fault as FaultOf<N>;
+  }
+
+  pending(): { fault: Fault; remaining: number }[] {
+    return this.armed.map((entry) => ({ fault: entry.fault, remaining: entry.remaining }));
+  }
+
+  clear(): void {
+    this.armed.length = 0;
+  }
+}
+
+/** Whether a request-level fault (http-5xx, rate-limit) with optional filters matches a request. */
+export function matchesRequest(fault: { method?: string | undefined; path?: string | undefined }, requestMethod: string, template: string): boolean {
+  return (fault.method === undefined || fault.method === requestMethod) && (fault.path === undefined || fault.path === template);
+}

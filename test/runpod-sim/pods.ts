@@ -1,0 +1,443 @@
+// Real pods: each one is an isolated process tree on this machine.
+//
+//   holder     setpriv --pdeathsig KILL unshare --mount --net --pid --uts --fork --kill-child ...
+//              PID 1 of the pod: makes / read-only, mounts the pod's /workspace (kept for the pod's
+//              whole life, like its volume), brings lo up, then relays 127.0.0.1:<sim port> inside
+//              the pod to the simulator's Unix socket, so the API base URL is the same inside and out.
+//   container  nsenter into the holder, then unshare --mount --pid --fork again: fresh tmpfs /root,
+//              /etc/ssh, /run, /tmp, /var/tmp, /dev/shm, then `exec sh -c <args>` as the container's
+//              PID 1 with Runpod's env. Runs again (new tmpfs, new ports) when its main process exits.
+//   relays     per connection to a mapped loopback port: nsenter --net into the pod + socat to the
+//              private port. Not in the pod's PID namespace, so they are tracked and killed here.
+//
+// Every link carries a parent-death signal, so if the simulator dies, its pods die with it.
+// SIGKILL to a PID namespace's init ends every process in it; its parent only exits once they are
+// all gone, so awaiting the parent's exit is awaiting the pod's end.
+import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import { once } from 'node:events';
+import type { SimConfig } from './config.ts';
+import type { PodRecord, PortMapping } from './state.ts';
+import { hasListener, netNamespace, nowTicks, onlyChild, processesInNetNamespace, type ProcInfo, type ProcessTable } from './procs.ts';
+
+const PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+const HOLDER_SCRIPT = `set -e
+mount --make-rprivate /
+mount -o remount,bind,ro /
+mount -t tmpfs -o mode=0755 tmpfs /workspace
+hostname "$1"
+ip link set lo up
+echo ready
+exec socat TCP-LISTEN:"$2",bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:"$3"
+`;
+
+// sshd_config and moduli are copied in (an image would ship them); the machine's host keys are not.
+const CONTAINER_SCRIPT = `set -e
+mount -t tmpfs -o mode=0755 tmpfs /run
+mkdir -m 0755 /run/sshd
+for f in sshd_config moduli; do if [ -e /etc/ssh/$f ]; then cp /etc/ssh/$f /run/sshd/; fi; done
+mount -t tmpfs -o mode=0755 tmpfs /etc/ssh
+for f in /run/sshd/*; do if [ -e "$f" ]; then mv "$f" /etc/ssh/; fi; done
+mount -t tmpfs -o mode=0755 tmpfs /root
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+mount -t tmpfs -o mode=1777 tmpfs /var/tmp
+mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+set +e
+exec sh -c "$1"
+`;
+
+export interface PodHostContext {
+  config: SimConfig;
+  /** The simulator's TCP port: pods reach the API on 127.0.0.1 at this same port. */
+  apiPort: number;
+  apiSocket: string;
+}
+
+interface Container {
+  proc: ChildProcess;
+  listeners: Map<number, net.Server>;
+  /** Set when the simulator itself ends the container (stop, restart, delete): no automatic restart. */
+  intentional: boolean;
+}
+
+export class RealPod {
+  readonly record: PodRecord;
+  private readonly ctx: PodHostContext;
+  private holder: ChildProcess | null = null;
+  private holderExited: Promise<void> = Promise.resolve();
+  private initPid: number | null = null;
+  private netNs: string | null = null;
+  private container: Container | null = null;
+  /** The current port mappings' listeners; kept across a restart in place, replaced otherwise. */
+  private lastListeners: Map<number, net.Server> | null = null;
+  private readonly relays = new Set<ChildProcess>();
+  private restartTimer: NodeJS.Timeout | null = null;
+  private probeTimer: NodeJS.Timeout | null = null;
+  private probing = false;
+  private destroyed = false;
+  private deletedAtTicks: number | null = null;
+  private log = '';
+
+  constructor(record: PodRecord, ctx: PodHostContext) {
+    this.record = record;
+    this.ctx = ctx;
+  }
+
+  /** Boots the pod: holder first, then its container. Failures are logged and leave the pod in ERROR. */
+  async boot(): Promise<void> {
+    const holder = spawn(
+      'setpriv',
+      ['--pdeathsig', 'KILL', 'unshare', '--mount', '--net', '--pid', '--uts', '--fork', '--mount-proc', '--kill-child=SIGKILL',
+        'sh', '-c', HOLDER_SCRIPT, 'runpod-pod', this.record.id, String(this.ctx.apiPort), this.ctx.apiSocket],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH } },
+    );
+    this.holder = holder;
+    this.holderExited = exitOf(holder, Infinity);
+    holder.stderr.on('data', (chunk: Buffer) => this.append(chunk));
+    const ready = new Promise<boolean>((resolve) => {
+      let buffered = '';
+      holder.stdout.on('data', (chunk: Buffer) => {
+        buffered += chunk.toString();
+        if (buffered.includes('ready\n')) resolve(true);
+      });
+      holder.on('exit', () => resolve(false));
+      holder.on('error', (error) => {
+        this.append(`[runpod-sim] cannot start the pod: ${error.message}\n`);
+        resolve(false);
+      });
+    });
+    void this.holderExited.then(() => this.onHolderExit());
+    if (!(await ready) || this.destroyed) return;
+    const pid = holder.pid === undefined ? null : onlyChild(holder.pid);
+    this.initPid = pid;
+    this.netNs = pid === null ? null : netNamespace(pid);
+    if (pid === null || this.netNs === null) {
+      this.fail('could not find the pod holder process');
+      return;
+    }
+    if (this.record.status === 'RUNNING') await this.startContainer(false);
+  }
+
+  /** Starts the container; new port mappings unless `keepPorts` (restart in place). */
+  async startContainer(keepPorts: boolean): Promise<void> {
+    if (this.destroyed || this.initPid === null || this.container) return;
+    const listeners = keepPorts && this.lastListeners ? this.lastListeners : await this.openListeners();
+    this.lastListeners = listeners;
+    if (this.destroyed || this.container) {
+      if (!keepPorts) closeAll(listeners);
+      return;
+    }
+    const ports = this.portMappings(listeners);
+    const args = this.record.spec.args.trim() === '' ? this.ctx.config.pods.defaultArgs : this.record.spec.args;
+    const proc = spawn(
+      'setpriv',
+      ['--pdeathsig', 'KILL', 'nsenter', '--target', String(this.initPid), '--mount', '--net', '--pid', '--uts', '--',
+        'setpriv', '--pdeathsig', 'KILL', 'unshare', '--mount', '--pid', '--fork', '--mount-proc', '--kill-child=SIGKILL',
+        'sh', '-c', CONTAINER_SCRIPT, 'runpod-container', args],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: this.containerEnv(ports) },
+    );
+    proc.stdout.on('data', (chunk: Buffer) => this.append(chunk));
+    proc.stderr.on('data', (chunk: Buffer) => this.append(chunk));
+    proc.on('error', (error) => this.append(`[runpod-sim] cannot start the container: ${error.message}\n`));
+    const container: Container = { proc, listeners, intentional: false };
+    this.container = container;
+    const now = Date.now();
+    this.record.startedAt = now;
+    this.record.reachableAfter = Math.max(this.record.reachableAfter, now + this.ctx.config.timings.bootDelayMs);
+    this.record.container = { startedAt: now, ports, ready: false };
+    proc.on('exit', (code, signal) => this.onContainerExit(container, code, signal));
+    this.scheduleProbe();
+  }
+
+  /** Ends the container (stop action, or before a restart); the pod's /workspace stays. */
+  async stopContainer(keepPorts = false): Promise<void> {
+    if (this.restartTimer) clearTimeout(this.restartTimer);
+    this.restartTimer = null;
+    const container = this.container;
+    this.record.container = null;
+    this.killRelays();
+    if (container) {
+      container.intentional = true;
+      killTree(container.proc);
+      await exitOf(container.proc);
+      if (this.container === container) this.container = null;
+    }
+    if (!keepPorts && this.lastListeners) {
+      closeAll(this.lastListeners);
+      this.lastListeners = null;
+    }
+    await this.relaysGone();
+  }
+
+  async restartContainer(): Promise<void> {
+    await this.stopContainer(true);
+    this.record.restarts += 1;
+    await this.startContainer(true);
+  }
+
+  /** Kills everything of the pod and resolves once none of its processes is left. */
+  async destroy(): Promise<void> {
+    if (this.destroyed) return this.holderExited;
+    this.destroyed = true;
+    this.deletedAtTicks = nowTicks();
+    if (this.restartTimer) clearTimeout(this.restartTimer);
+    if (this.probeTimer) clearTimeout(this.probeTimer);
+    const container = this.container;
+    if (container) container.intentional = true;
+    const holder = this.holder;
+    if (holder?.pid !== undefined && this.initPid === null && isRunning(holder)) {
+      // Deleted while booting: learn the namespace now, so the leak check can still see into it.
+      this.initPid = onlyChild(holder.pid);
+      this.netNs = this.initPid === null ? null : netNamespace(this.initPid);
+    }
+    if (holder && this.initPid !== null && isRunning(holder)) {
+      // Only the init: the kernel kills the namespace (nested container included), and the holder
+      // exits once the init is reaped, i.e. once nothing of the pod runs. Killing the holder too
+      // would let it exit while the namespace is still being torn down.
+      tryKill(this.initPid);
+    } else if (holder) {
+      killChild(holder);
+    }
+    this.killRelays();
+    if (this.lastListeners) closeAll(this.lastListeners);
+    this.lastListeners = null;
+    await Promise.all([
+      holder ? exitOf(holder) : undefined,
+      container ? exitOf(container.proc) : undefined,
+      this.relaysGone(),
+    ]);
+    this.container = null;
+  }
+
+  /** Processes of this pod still on the machine (for a deleted pod: leaks). */
+  processes(table?: ProcessTable): ProcInfo[] {
+    if (this.netNs === null) return [];
+    return processesInNetNamespace(this.netNs, this.deletedAtTicks ?? undefined, table);
+  }
+
+  logs(): string {
+    return this.log;
+  }
+
+  private async openListeners(): Promise<Map<number, net.Server>> {
+    const listeners = new Map<number, net.Server>();
+    for (const port of tcpPorts(this.record.spec.ports)) {
+      const server = net.createServer((socket) => this.relay(socket, port));
+      server.on('error', (error) => this.append(`relay listener for port ${port}: ${error.message}\n`));
+      server.listen(0, '127.0.0.1');
+      await once(server, 'listening');
+      listeners.set(port, server);
+    }
+    return listeners;
+  }
+
+  private portMappings(listeners: Map<number, net.Server>): PortMapping[] {
+    return this.record.spec.ports.flatMap((entry): PortMapping[] => {
+      const [portText, type] = entry.split('/');
+      const port = Number(portText);
+      if (type === 'tcp') {
+        const address = listeners.get(port)?.address();
+        return [{ private: port, type: 'tcp', public: address && typeof address === 'object' ? address.port : null }];
+      }
+      return type === 'http' ? [{ private: port, type: 'http', public: null }] : [];
+    });
+  }
+
+  private containerEnv(ports: PortMapping[]): Record<string, string> {
+    const pod = this.record;
+    const gpu = this.ctx.config.gpuTypes.find((type) => type.id === pod.gpuTypeId);
+    const env: Record<string, string> = { PATH, HOME: '/root', ...pod.spec.env };
+    // Runpod's own variables win over the create call's env: a pod cannot be told it is another pod.
+    Object.assign(env, {
+      RUNPOD_POD_ID: pod.id,
+      RUNPOD_POD_HOSTNAME: pod.hostId,
+      RUNPOD_API_KEY: pod.podKey,
+      RUNPOD_PUBLIC_IP: '127.0.0.1',
+      RUNPOD_GPU_COUNT: String(pod.gpuCount),
+      RUNPOD_CPU_COUNT: String(8 * pod.gpuCount),
+      RUNPOD_MEM_GB: String(Math.max(16, (gpu?.memoryInGb ?? 16)) * pod.gpuCount),
+      RUNPOD_DC_ID: pod.dataCenterId,
+    });
+    for (const port of ports) {
+      if (port.type === 'tcp' && port.public !== null) env[`RUNPOD_TCP_PORT_${port.private}`] = String(port.public);
+    }
+    return env;
+  }
+
+  private relay(socket: net.Socket, privatePort: number): void {
+    socket.on('error', () => socket.destroy());
+    if (this.destroyed || this.initPid === null || !this.container || Date.now() < this.record.reachableAfter) {
+      socket.destroy();
+      return;
+    }
+    const proc = spawn(
+      'setpriv',
+      ['--pdeathsig', 'KILL', 'nsenter', `--net=/proc/${this.initPid}/ns/net`, 'socat', '-', `TCP:127.0.0.1:${privatePort}`],
+      { stdio: ['pipe', 'pipe', 'ignore'], env: { PATH } },
+    );
+    this.relays.add(proc);
+    proc.on('error', () => {
+      this.relays.delete(proc);
+      socket.destroy();
+    });
+    proc.stdin.on('error', () => undefined);
+    socket.pipe(proc.stdin);
+    proc.stdout.pipe(socket);
+    proc.on('exit', () => {
+      this.relays.delete(proc);
+      socket.end();
+    });
+    socket.on('close', () => killChild(proc));
+  }
+
+  private killRelays(): void {
+    for (const proc of this.relays) killChild(proc);
+  }
+
+  private async relaysGone(): Promise<void> {
+    await Promise.all([...this.relays].map((proc) => exitOf(proc)));
+  }
+
+  private scheduleProbe(): void {
+    if (this.probeTimer || this.destroyed) return;
+    this.probeTimer = setTimeout(() => {
+      this.probeTimer = null;
+      void this.probe();
+    }, this.ctx.config.timings.probeIntervalMs);
+  }
+
+  /** Marks the container ready once port 22 (if exposed) answers through its relay. */
+  private async probe(): Promise<void> {
+    const state = this.record.container;
+    if (this.destroyed || !state || state.ready || this.probing || this.initPid === null) return;
+    this.probing = true;
+    try {
+      let ready = Date.now() >= this.record.reachableAfter;
+      const ssh = state.ports.find((port) => port.private === 22 && port.type === 'tcp');
+      if (ready && ssh?.public != null) {
+        ready = hasListener(this.initPid, 22) && (await answers(ssh.public));
+      }
+      if (ready && this.record.container === state) state.ready = true;
+    } finally {
+      this.probing = false;
+    }
+    if (this.record.container === state && !state.ready) this.scheduleProbe();
+  }
+
+  private onContainerExit(container: Container, code: number | null, signal: NodeJS.Signals | null): void {
+    this.append(`[runpod-sim] container exited (${signal ?? `code ${String(code)}`})\n`);
+    if (container.intentional || this.destroyed || this.container !== container) return;
+    // Runpod restarts a container whose main process ended, with new port mappings, while billing.
+    this.container = null;
+    this.record.container = null;
+    this.killRelays();
+    if (this.lastListeners) closeAll(this.lastListeners);
+    this.lastListeners = null;
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = null;
+      if (this.destroyed || this.record.status !== 'RUNNING') return;
+      this.record.restarts += 1;
+      void this.startContainer(false);
+    }, this.ctx.config.timings.restartDelayMs);
+  }
+
+  private onHolderExit(): void {
+    if (this.destroyed) return;
+    this.fail('pod holder exited');
+  }
+
+  private fail(message: string): void {
+    this.append(`[runpod-sim] ${message}\n`);
+    this.record.status = 'ERROR';
+    this.record.container = null;
+    if (this.container) {
+      this.container.intentional = true;
+      killTree(this.container.proc);
+    }
+  }
+
+  private append(chunk: Buffer | string): void {
+    this.log += chunk.toString();
+    const max = this.ctx.config.pods.logBytes;
+    if (this.log.length > max) this.log = this.log.slice(this.log.length - max);
+  }
+}
+
+/**
+ * Kills a container: SIGKILL to its PID-namespace init, found below the launcher (nsenter, then
+ * unshare); the launcher exits once the init was reaped, i.e. once the whole container is gone.
+ * Before the init exists, the launcher is killed and the parent-death signals do the rest.
+ */
+function killTree(launcher: ChildProcess): void {
+  const pid = launcher.pid;
+  if (pid === undefined) return;
+  const unshare = onlyChild(pid);
+  const init = unshare === null ? null : onlyChild(unshare);
+  if (init !== null) tryKill(init);
+  else killChild(launcher);
+}
+
+function isRunning(proc: ChildProcess): boolean {
+  return proc.exitCode === null && proc.signalCode === null;
+}
+
+/**
+ * Resolves when the child has exited (or never started); SIGKILLs it if the kernel has not let it go
+ * within `graceMs`.
+ */
+async function exitOf(proc: ChildProcess, graceMs = 10000): Promise<void> {
+  if (proc.pid === undefined || !isRunning(proc)) return;
+  const timer = Number.isFinite(graceMs) ? setTimeout(() => killChild(proc), graceMs) : null;
+  await new Promise<void>((resolve) => {
+    proc.once('exit', () => resolve());
+    proc.once('error', () => resolve());
+  });
+  if (timer) clearTimeout(timer);
+}
+
+/** ChildProcess.kill is a no-op once the child was reaped, so a reused pid is never hit. */
+function killChild(proc: ChildProcess): void {
+  try {
+    proc.kill('SIGKILL');
+  } catch {
+    // Already gone.
+  }
+}
+
+function tryKill(pid: number | undefined): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // Already gone.
+  }
+}
+
+function closeAll(listeners: Map<number, net.Server>): void {
+  for (const server of listeners.values()) server.close();
+}
+
+function tcpPorts(ports: readonly string[]): number[] {
+  const tcp = ports.flatMap((entry) => {
+    const [port, type] = entry.split('/');
+    return type === 'tcp' ? [Number(port)] : [];
+  });
+  return [...new Set(tcp)];
+}
+
+/** True if a connection to 127.0.0.1:port receives a byte (an SSH server speaks first). */
+function answers(port: number, timeoutMs = 3000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const done = (ok: boolean): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(ok);
+    };
+    const timer = setTimeout(() => done(false), timeoutMs);
+    socket.once('data', () => done(true));
+    socket.once('error', () => done(false));
+    socket.once('close', () => done(false));
+  });
+}

@@ -1,0 +1,171 @@
+// Pod records (every pod ever created, alive or not), API keys and GPU stock. No processes here:
+// pods.ts runs them and writes what it observes into `record.container`.
+import { randomBytes, randomInt } from 'node:crypto';
+import type { GpuTypeConfig, SimConfig } from './config.ts';
+
+export type PodStatus = 'RUNNING' | 'EXITED' | 'ERROR';
+export type DeletedBy = 'account' | 'pod' | 'vanished';
+export type Cloud = 'SECURE' | 'COMMUNITY';
+
+export interface PortMapping {
+  private: number;
+  type: 'tcp' | 'http';
+  /** Loopback port on the machine (tcp only); null for http ports, which the simulator does not proxy. */
+  public: number | null;
+}
+
+export interface PodSpec {
+  name: string;
+  image: string;
+  args: string;
+  disk: number;
+  ports: string[];
+  env: Record<string, string>;
+  mounts: Record<string, unknown>;
+  cloud: Cloud;
+  globalNetworking: boolean;
+}
+
+export interface ContainerState {
+  startedAt: number;
+  ports: PortMapping[];
+  /** True once every exposed tcp port (22 above all) answered through its relay. */
+  ready: boolean;
+}
+
+export interface PodRecord {
+  id: string;
+  hostId: string;
+  accountKey: string;
+  podKey: string;
+  spec: PodSpec;
+  gpuTypeId: string;
+  gpuCount: number;
+  dataCenterId: string;
+  cudaVersion: string;
+  costPerHr: number;
+  status: PodStatus;
+  createdAt: number;
+  startedAt: number | null;
+  deletedAt: number | null;
+  deletedBy: DeletedBy | null;
+  /** Times the container was started again after its main process exited or a restart action. */
+  restarts: number;
+  /** GPUs held from stock (released on stop, delete and vanish). */
+  holdsStock: boolean;
+  /** The running container, null while stopped, deleted or not started yet. */
+  container: ContainerState | null;
+  /** Earliest time the pod's ports may be reached (slow-boot fault, boot delay). */
+  reachableAfter: number;
+}
+
+export type Principal = { kind: 'account'; key: string } | { kind: 'pod'; key: string; podId: string };
+
+const ID_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+const KEY_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
+
+function randomString(alphabet: string, length: number): string {
+  let out = '';
+  for (let i = 0; i < length; i += 1) out += alphabet[randomInt(alphabet.length)];
+  return out;
+}
+
+export class SimState {
+  readonly config: SimConfig;
+  readonly pods = new Map<string, PodRecord>();
+  private readonly accountKeys: Set<string>;
+  private readonly podKeys = new Map<string, string>();
+  private readonly stock = new Map<string, Map<string, number>>();
+
+  constructor(config: SimConfig, accountKeys: readonly string[]) {
+    this.config = config;
+    this.accountKeys = new Set(accountKeys);
+    for (const type of config.gpuTypes) this.stock.set(type.id, new Map(Object.entries(type.stock)));
+  }
+
+  principal(key: string): Principal | null {
+    if (this.accountKeys.has(key)) return { kind: 'account', key };
+    const podId = this.podKeys.get(key);
+    return podId === undefined ? null : { kind: 'pod', key, podId };
+  }
+
+  gpuType(id: string): GpuTypeConfig | undefined {
+    return this.config.gpuTypes.find((type) => type.id === id);
+  }
+
+  freeGpus(gpuTypeId: string, dataCenterId: string): number {
+    return this.stock.get(gpuTypeId)?.get(dataCenterId) ?? 0;
+  }
+
+  /** Data centers that list this type (zero stock included), in config order. */
+  dataCentersOf(gpuTypeId: string): string[] {
+    const perDc = this.stock.get(gpuTypeId);
+    return this.config.dataCenters.map((dc) => dc.id).filter((id) => perDc?.has(id));
+  }
+
+  /** Takes `count` GPUs in the first candidate data center that has them; returns it, or null. */
+  takeStock(gpuTypeId: string, candidates: readonly string[], count: number): string | null {
+    const perDc = this.stock.get(gpuTypeId);
+    if (!perDc) return null;
+    for (const dcId of candidates) {
+      const free = perDc.get(dcId) ?? 0;
+      if (free >= count) {
+        perDc.set(dcId, free - count);
+        return dcId;
+      }
+    }
+    return null;
+  }
+
+  releaseStock(pod: PodRecord): void {
+    if (!pod.holdsStock) return;
+    const perDc = this.stock.get(pod.gpuTypeId);
+    perDc?.set(pod.dataCenterId, (perDc.get(pod.dataCenterId) ?? 0) + pod.gpuCount);
+    pod.holdsStock = false;
+  }
+
+  retakeStock(pod: PodRecord): boolean {
+    if (pod.holdsStock) return true;
+    pod.holdsStock = this.takeStock(pod.gpuTypeId, [pod.dataCenterId], pod.gpuCount) !== null;
+    return pod.holdsStock;
+  }
+
+  addPod(fields: Omit<PodRecord, 'id' | 'hostId' | 'podKey' | 'status' | 'createdAt' | 'startedAt' | 'deletedAt' | 'deletedBy' | 'restarts' | 'container' | 'holdsStock'>): PodRecord {
+    let id = randomString(ID_ALPHABET, 14);
+    while (this.pods.has(id)) id = randomString(ID_ALPHABET, 14);
+    const pod: PodRecord = {
+      ...fields,
+      id,
+      hostId: `${id}-${randomBytes(4).toString('hex')}`,
+      podKey: `rpa_${randomString(KEY_ALPHABET, 40)}`,
+      status: 'RUNNING',
+      createdAt: Date.now(),
+      startedAt: null,
+      deletedAt: null,
+      deletedBy: null,
+      restarts: 0,
+      container: null,
+      holdsStock: true,
+    };
+    this.pods.set(id, pod);
+    this.podKeys.set(pod.podKey, id);
+    return pod;
+  }
+
+  /** Alive pods of an account, oldest first. */
+  alivePods(accountKey: string): PodRecord[] {
+    return [...this.pods.values()].filter((pod) => pod.deletedAt === null && pod.accountKey === accountKey);
+  }
+
+  alivePod(id: string): PodRecord | undefined {
+    const pod = this.pods.get(id);
+    return pod && pod.deletedAt === null ? pod : undefined;
+  }
+
+  markDeleted(pod: PodRecord, by: DeletedBy): void {
+    pod.deletedAt = Date.now();
+    pod.deletedBy = by;
+    pod.container = null;
+    this.releaseStock(pod);
+  }
+}

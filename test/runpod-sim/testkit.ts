@@ -1,0 +1,143 @@
+// Shared by the simulator's own tests: raw API calls, SSH keys, an sshd-starting pod, waiting.
+import ssh2 from 'ssh2';
+import type { RunningSimulator } from './server.ts';
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  body: unknown;
+}
+
+export async function call(
+  sim: RunningSimulator,
+  method: string,
+  path: string,
+  options: { key?: string | undefined; body?: unknown; signal?: AbortSignal } = {},
+): Promise<ApiResponse> {
+  const headers: Record<string, string> = { 'User-Agent': 'runpod-sim-tests' };
+  if (options.key !== undefined) headers.Authorization = `Bearer ${options.key}`;
+  if (options.body !== undefined) headers['Content-Type'] = 'application/json';
+  const response = await fetch(`http://127.0.0.1:${sim.port}${path}`, {
+    method,
+    headers,
+    ...(options.body === undefined ? {} : { body: typeof options.body === 'string' ? options.body : JSON.stringify(options.body) }),
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, body: text === '' ? null : (JSON.parse(text) as unknown) };
+}
+
+/** Reads a field of a JSON body without trusting its shape. */
+export function field(body: unknown, ...path: (string | number)[]): unknown {
+  let value = body;
+  for (const part of path) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<string | number, unknown>)[part];
+  }
+  return value;
+}
+
+export interface KeyPair {
+  private: string;
+  public: string;
+}
+
+export function keyPair(): KeyPair {
+  const pair = ssh2.utils.generateKeyPairSync('ed25519');
+  return { private: pair.private, public: pair.public };
+}
+
+/** A POSIX-sh `args` that starts a real sshd with the host key and authorized key given in env. */
+export const SSHD_ARGS = [
+  'set -e',
+  'mkdir -p /root/.ssh',
+  'printf "%s\\n" "$PUBLIC_KEY" > /root/.ssh/authorized_keys',
+  'chmod 600 /root/.ssh/authorized_keys',
+  'printf "%s\\n" "$TEST_HOST_KEY" > /etc/ssh/ssh_host_ed25519_key',
+  'chmod 600 /etc/ssh/ssh_host_ed25519_key',
+  '/usr/sbin/sshd -e -p 22 -h /etc/ssh/ssh_host_ed25519_key',
+  'echo sshd-started',
+  'exec sleep infinity',
+].join('\n');
+
+export function sshdPodBody(name: string, host: KeyPair, client: KeyPair, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    name,
+    image: 'runpod/base:sim',
+    gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 },
+    ports: ['22/tcp'],
+    env: { PUBLIC_KEY: client.public, TEST_HOST_KEY: host.private },
+    args: SSHD_ARGS,
+    ...extra,
+  };
+}
+
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Polls GET /v2/pods/{id} until ssh.direct is reported; returns its port. */
+export async function waitForSsh(sim: RunningSimulator, key: string, podId: string): Promise<number> {
+  return waitFor(`ssh.direct of ${podId}`, async () => {
+    const response = await call(sim, 'GET', `/v2/pods/${podId}`, { key });
+    const port = field(response.body, 'ssh', 'direct', 'port');
+    return typeof port === 'number' ? port : undefined;
+  });
+}
+
+function hostKeyBlob(publicKey: string): Buffer {
+  return Buffer.from(publicKey.split(' ')[1] ?? '', 'base64');
+}
+
+/** Connects with the host key pinned (anything else is refused) and returns the open client. */
+export async function sshConnect(port: number, host: KeyPair, client: KeyPair): Promise<ssh2.Client> {
+  const expected = hostKeyBlob(host.public);
+  const conn = new ssh2.Client();
+  await new Promise<void>((resolve, reject) => {
+    conn.once('ready', () => resolve());
+    conn.once('error', reject);
+    conn.connect({
+      host: '127.0.0.1',
+      port,
+      username: 'root',
+      privateKey: client.private,
+      readyTimeout: 15000,
+      hostVerifier: (key: Buffer) => key.equals(expected),
+    });
+  });
+  return conn;
+}
+
+export async function sshExec(conn: ssh2.Client, command: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    conn.exec(command, (error, stream) => {
+      if (error) {
+        reject(error);
+        return;
+      }
+      let out = '';
+      stream.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+      });
+      stream.stderr.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+      });
+      stream.on('close', () => resolve(out));
+    });
+  });
+}
+
+export function envOf(environ: string): Record<string, string> {
+  return Object.fromEntries(
+    environ
+      .split(/[\0\n]/)
+      .filter((line) => line.includes('='))
+      .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+  );
+}
