@@ -1,0 +1,102 @@
+// One pod list per account per poll interval, shared by every run of that account: runs read their
+// pods from the last snapshot instead of each asking Runpod (v2 allows ~60 calls a minute).
+import type { Logger } from '../log.ts';
+import type { RunpodClient } from './client.ts';
+import type { Pod } from './schemas.ts';
+
+/** Env markers every pod we create carries; a pod without our cluster's marker is never ours. */
+export const markers = {
+  cluster: 'RUNPOD_OPERATOR_CLUSTER',
+  run: 'RUNPOD_OPERATOR_RUN',
+  attempt: 'RUNPOD_OPERATOR_ATTEMPT',
+} as const;
+
+export interface PodSnapshot {
+  listedAt: Date;
+  /** Pods carrying this cluster's marker, by the run UID of their marker. */
+  byRun: Map<string, Pod[]>;
+}
+
+export interface PodObserverOptions {
+  client: RunpodClient;
+  clusterId: string;
+  pollIntervalMs: number;
+  logger: Logger;
+  /** Called with the run UIDs whose pods changed (appeared, went, or changed state or endpoint). */
+  onChange: (runUids: string[]) => void;
+}
+
+export class PodObserver {
+  #options: PodObserverOptions;
+  #snapshot: PodSnapshot | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+  #polling: Promise<void> | undefined;
+  lastUsed = Date.now();
+
+  constructor(options: PodObserverOptions) {
+    this.#options = options;
+  }
+
+  get snapshot(): PodSnapshot | undefined {
+    return this.#snapshot;
+  }
+
+  start(): void {
+    void this.#poll();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+  }
+
+  /** Lists again soon (after a create, a delete): never sooner than a fifth of the interval. */
+  refreshSoon(): void {
+    if (this.#stopped || this.#polling) return;
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => void this.#poll(), Math.max(1000, this.#options.pollIntervalMs / 5));
+  }
+
+  async #poll(): Promise<void> {
+    if (this.#stopped) return;
+    const run = async () => {
+      try {
+        const startedAt = new Date();
+        const pods = await this.#options.client.listPods();
+        this.#publish(startedAt, pods);
+      } catch (error) {
+        this.#options.logger.warn({ err: error }, 'listing pods failed; keeping the last snapshot');
+      }
+    };
+    this.#polling = run();
+    await this.#polling;
+    this.#polling = undefined;
+    if (this.#stopped) return;
+    // Jitter keeps many controllers (and accounts) from polling in lockstep.
+    const jitter = 0.8 + Math.random() * 0.4;
+    this.#timer = setTimeout(() => void this.#poll(), this.#options.pollIntervalMs * jitter);
+  }
+
+  #publish(listedAt: Date, pods: Pod[]): void {
+    const byRun = new Map<string, Pod[]>();
+    for (const pod of pods) {
+      if (pod.env[markers.cluster] !== this.#options.clusterId) continue;
+      const uid = pod.env[markers.run];
+      if (!uid) continue;
+      byRun.set(uid, [...(byRun.get(uid) ?? []), pod]);
+    }
+    const changed = new Set<string>();
+    const before = this.#snapshot?.byRun ?? new Map<string, Pod[]>();
+    for (const uid of new Set([...before.keys(), ...byRun.keys()])) {
+      if (fingerprint(before.get(uid)) !== fingerprint(byRun.get(uid))) changed.add(uid);
+    }
+    // The listing time itself is evidence decide() uses (absence after a create or a delete).
+    this.#snapshot = { listedAt, byRun };
+    if (changed.size > 0) this.#options.onChange([...changed]);
+  }
+}
+
+function fingerprint(pods: Pod[] | undefined): string {
+  return (pods ?? []).map((p) => `${p.id}:${p.status}:${p.ssh?.direct?.host ?? ''}:${p.ssh?.direct?.port ?? ''}`).sort().join(',');
+}
