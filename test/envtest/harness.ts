@@ -175,7 +175,8 @@ export async function installCrds(kubeConfig: KubeConfig, crdDir: string): Promi
   // loadAllYaml deserializes into client-node's models: a plain object would lose every field whose
   // JSON name differs from the model's (default, enum, x-kubernetes-validations) when serialized.
   const crds = readdirSync(crdDir).filter((file) => /\.ya?ml$/.test(file))
-    .flatMap((file) => loadAllYaml(readFileSync(join(crdDir, file), 'utf8')) as V1CustomResourceDefinition[]);
+    .flatMap((file) => loadAllYaml(readFileSync(join(crdDir, file), 'utf8')) as V1CustomResourceDefinition[])
+    .filter((doc) => doc.kind === 'CustomResourceDefinition');
   for (const crd of crds) {
     const name = crd.metadata?.name ?? '';
     try {
