@@ -54,19 +54,51 @@ function decideStep(ctx: Context): Step {
     phase(ctx, 'Pending', 'CredentialsMissing', obs.credentials.message);
     return { action: { type: 'none' }, requeue: 'backoff' };
   }
+  if (!obs.jobInputs.ok && !everCreated(status)) {
+    // Nothing is rented until everything the job needs exists.
+    phase(ctx, 'Pending', 'CredentialsMissing', obs.jobInputs.message);
+    return { action: { type: 'none' }, requeue: 'backoff' };
+  }
   if (!obs.sshKeysReady) return step({ type: 'ensureSshKeys' });
   if (!obs.pods) return wait(1000);
 
   adoptAfterAmbiguousCreate(ctx);
   markStrays(ctx);
-  if (spec.cancel) markCurrentPodForDeletion(ctx);
+  if (spec.cancel && !cancelNeedsThePod(ctx)) markCurrentPodForDeletion(ctx);
   const deleting = continueDeletions(ctx);
   if (deleting) return deleting;
-  if (spec.cancel) return fail(ctx, 'Cancelled', 'cancelled by spec.cancel; the pod was deleted');
 
   const pod = status.pod;
-  if (!pod?.id || pod.state === 'Deleted') return provision(ctx, spec);
+  const podAlive = pod?.id !== undefined && pod.state !== 'Deleted';
+  if (status.results?.retrievedAt && (!podAlive || spec.keepPod)) return finish(ctx);
+  if (spec.cancel && !podAlive) {
+    return fail(ctx, 'Cancelled', status.results?.retrievedAt
+      ? 'cancelled by spec.cancel; the results that existed were retrieved and the pod deleted'
+      : 'cancelled by spec.cancel; the pod was deleted');
+  }
+  if (!podAlive) return provision(ctx, spec);
   return followPod(ctx, spec);
+}
+
+/** A cancelled run whose job started keeps its pod until what results exist are retrieved (a few tries). */
+function cancelNeedsThePod(ctx: Context): boolean {
+  const { status, obs } = ctx;
+  return conditionIs(status, 'PodReady') && status.job?.startedAt !== undefined
+    && !status.results?.retrievedAt && obs.retrievalFailures < 3;
+}
+
+/** Results verified and the pod gone (or kept): Succeeded on exit 0, JobFailed otherwise. */
+function finish(ctx: Context): Step {
+  const { status } = ctx;
+  const code = status.job?.exitCode;
+  const where = status.results?.location ?? '';
+  const kept = status.pod?.state !== 'Deleted' ? ` (pod ${status.pod?.name ?? ''} kept: keepPod)` : '';
+  if (ctx.obs.spec.ok && ctx.obs.spec.spec.cancel) return fail(ctx, 'Cancelled', `cancelled by spec.cancel; results retrieved to ${where}`);
+  if (code === 0) {
+    phase(ctx, 'Succeeded', 'Succeeded', `the job exited 0; ${status.results?.files ?? 0} verified result files in ${where}${kept}`);
+    return done;
+  }
+  return fail(ctx, 'JobFailed', `the job exited with code ${code ?? 'unknown'}; results retrieved to ${where}${kept}`);
 }
 
 // --- deletion ---------------------------------------------------------------------------------
@@ -280,8 +312,61 @@ function followPod(ctx: Context, spec: RunpodRunSpec): Step {
     pod.sshHost = listed.ssh.host;
     pod.sshPort = listed.ssh.port;
   }
-  phase(ctx, 'Running', 'PodReady', `pod ${pod.name} is ready (${pod.gpuType})`);
-  return wait(obs.settings.pollIntervalMs);
+  const cap = spec.limits.maxCostUsd;
+  if (cap !== undefined && status.estimatedCostUsd !== undefined && Number(status.estimatedCostUsd) >= Number(cap) && !spec.keepPod) {
+    pod.state = 'Deleting';
+    return fail(ctx, 'CostCapReached', `the estimated spend ${status.estimatedCostUsd} USD reached spec.limits.maxCostUsd (${cap}); deleted by the controller`);
+  }
+  return followJob(ctx, spec);
+}
+
+/** A ready pod: verdicts, keepPod, start, follow, cancel and retrieve, read from one SSH exec per poll. */
+function followJob(ctx: Context, spec: RunpodRunSpec): Step {
+  const { obs, status } = ctx;
+  const pod = status.pod!;
+  const state = obs.podState;
+  if (!state) return wait(Math.min(obs.settings.pollIntervalMs, 5000));
+  const bootFailure = state.runDirMissing ? 'the bootstrap never created the run directory'
+    : state.bootstrap.status === 'failed' ? `the bootstrap failed: ${state.bootstrap.reason}`
+      : state.watchdog.status === 'failed' ? `its watchdog cannot delete it (${state.watchdog.reason}); the job is not started` : undefined;
+  if (bootFailure) {
+    pod.state = 'Deleting';
+    return fail(ctx, 'BootFailed', `pod ${pod.name}: ${bootFailure}`);
+  }
+  if (state.job.status === 'none' && (state.bootstrap.status === 'pending' || state.watchdog.status === 'pending')) {
+    phase(ctx, 'Running', 'PodReady', `pod ${pod.name} is ready; waiting for its watchdog to prove it can delete the pod`);
+    return wait(1000);
+  }
+  if (state.keep !== spec.keepPod) return step({ type: 'setKeep', keep: spec.keepPod });
+
+  const job = (status.job ??= {});
+  if (state.job.startedAt !== null) job.startedAt ??= new Date(state.job.startedAt * 1000).toISOString();
+  if (job.startedAt) setCondition(status, 'JobStarted', 'True', 'JobStarted', `the job started on pod ${pod.name}`, obs.run.generation, obs.now);
+
+  switch (state.job.status) {
+    case 'none':
+      if (spec.cancel) { pod.state = 'Deleting'; return step({ type: 'none' }); }
+      phase(ctx, 'Running', 'PodReady', `pod ${pod.name} is ready; starting the job`);
+      return step({ type: 'startJob' });
+    case 'starting':
+    case 'running':
+      if (spec.cancel) return step({ type: 'cancelJob' }, 2000);
+      phase(ctx, 'Running', 'JobRunning', `the job is running on pod ${pod.name} (${pod.gpuType})`);
+      return wait(obs.settings.pollIntervalMs);
+    case 'lost':
+      pod.state = 'Deleting';
+      return fail(ctx, 'PodLost', `pod ${pod.name} restarted its container: the job's exit code is lost`);
+    case 'exited': {
+      job.exitCode = state.job.exitCode ?? undefined;
+      if (state.job.endedAt !== null) job.finishedAt ??= new Date(state.job.endedAt * 1000).toISOString();
+      if (obs.retrievalFailures > 0) {
+        phase(ctx, 'Retrieving', 'ResultsUnverified', `the results could not be verified yet (try ${obs.retrievalFailures}); the pod stays for spec.limits.retrieveGraceSeconds`);
+        return step({ type: 'retrieveResults' }, Math.min(60_000, 2000 * 2 ** obs.retrievalFailures));
+      }
+      phase(ctx, 'Retrieving', 'Retrieving', `the job exited with code ${job.exitCode ?? 'unknown'}; retrieving and verifying its results`);
+      return step({ type: 'retrieveResults' });
+    }
+  }
 }
 
 /** The current pod is not in the list: gone on its own (watchdog, host failure) or a listing lag. */
@@ -294,9 +379,26 @@ function podMissing(ctx: Context, deadline: number): Step {
   if (looks < obs.settings.goneLooks) return step({ type: 'lookForGonePod', podId: pod.id! }, lookSpacingMs);
   pod.state = 'Deleted';
   pod.deletedAt ??= obs.now.toISOString();
-  return obs.now.getTime() >= deadline
-    ? fail(ctx, 'DeadlineExceeded', 'the pod reached its deadline and was deleted (by its watchdog)')
-    : fail(ctx, 'PodLost', `pod ${pod.name} disappeared from Runpod before the run ended`);
+  return fail(ctx, ...whyThePodWent(ctx, deadline));
+}
+
+/** The watchdog's reasons, judged from what the status knows: deadline, cost cap, boot grace, retrieve grace. */
+function whyThePodWent(ctx: Context, deadline: number): [Reason, string] {
+  const { obs, status } = ctx;
+  const limits = obs.spec.ok ? obs.spec.spec.limits : undefined;
+  const now = obs.now.getTime();
+  const name = status.pod?.name ?? '';
+  if (now >= deadline) return ['DeadlineExceeded', `pod ${name} reached its deadline (spec.limits.maxRuntimeSeconds) and was deleted by its watchdog`];
+  if (limits?.maxCostUsd !== undefined && Number(status.estimatedCostUsd ?? 0) >= Number(limits.maxCostUsd) * 0.9) {
+    return ['CostCapReached', `pod ${name} reached spec.limits.maxCostUsd (${limits.maxCostUsd}) and was deleted by its watchdog`];
+  }
+  if (limits && !status.job?.startedAt && now >= Date.parse(status.pod?.createdAt ?? '') + limits.bootGraceSeconds * 1000) {
+    return ['BootTimeout', `no job started on pod ${name} within spec.limits.bootGraceSeconds; its watchdog deleted it`];
+  }
+  if (limits && status.job?.finishedAt && !status.results?.retrievedAt) {
+    return ['ResultsUnverified', `the results of pod ${name} were not retrieved within spec.limits.retrieveGraceSeconds; its watchdog deleted it`];
+  }
+  return ['PodLost', `pod ${name} disappeared from Runpod before the run ended`];
 }
 
 // --- outcomes of actions (pure, applied by act to the status it wrote) ------------------------
@@ -354,6 +456,23 @@ export function applyProbeOutcome(obs: Observation, status: RunpodRunStatus, out
   }
 }
 
+export type RetrievalOutcome =
+  | { kind: 'verified'; files: number; bytes: number; location: string }
+  | { kind: 'unverified'; message: string };
+
+export function applyRetrievalOutcome(obs: Observation, status: RunpodRunStatus, outcome: RetrievalOutcome): void {
+  const ctx: Context = { obs, status, events: [] };
+  if (outcome.kind === 'unverified') {
+    phase(ctx, 'Retrieving', 'ResultsUnverified', `results not verified: ${outcome.message}; retrying, the pod stays`);
+    return;
+  }
+  status.results = { files: outcome.files, bytes: outcome.bytes, location: outcome.location, retrievedAt: obs.now.toISOString() };
+  setCondition(status, 'ResultsRetrieved', 'True', 'ResultsRetrieved', `${outcome.files} files (${outcome.bytes} bytes) verified in ${outcome.location}`, obs.run.generation, obs.now);
+  const keep = obs.spec.ok && obs.spec.spec.keepPod;
+  if (!keep && status.pod) status.pod.state = 'Deleting';
+  phase(ctx, 'Retrieving', 'Retrieving', keep ? 'results verified; the pod is kept (keepPod)' : 'results verified; deleting the pod');
+}
+
 // --- helpers ----------------------------------------------------------------------------------
 
 function phase(ctx: Context, value: Phase, reason: Reason, message: string): void {
@@ -374,6 +493,7 @@ function updateCost(ctx: Context): void {
   ctx.status.estimatedCostUsd = formatUsd(Number(pod.costPerHour) * hours);
 }
 
+/** Cents: finer would rewrite the status on every poll for no reader's benefit. */
 export function formatUsd(value: number): string {
-  return value.toFixed(value < 10 ? 4 : 2).replace(/(\.\d\d\d*?)0+$/, '$1');
+  return value.toFixed(2);
 }

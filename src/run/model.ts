@@ -1,6 +1,7 @@
 // What a reconcile sees (Observation) and what it decides (Decision). decide() maps one to the
 // other without I/O; observe() builds the first, act() carries out the second.
 import type { SpecVerdict } from '../api/runpodrun.ts';
+import type { PodState } from '../pod/job.ts';
 import type { Reason, RunpodRunStatus } from '../api/status.ts';
 
 /** One Runpod pod of this run, as the account's shared pod list last showed it. */
@@ -41,6 +42,12 @@ export interface Observation {
   catalog?: GpuCandidate[];
   /** What this process did to delete pods, and the 404s it saw since (evidence they are gone). */
   deletions: Record<string, Deletion>;
+  /** What the job needs from the namespace (env and file references): checked before any pod is rented. */
+  jobInputs: { ok: true } | { ok: false; message: string };
+  /** The pod's state read over SSH this reconcile (ready pods only); undefined when not read or unreachable. */
+  podState?: PodState;
+  /** Failed retrieval tries of this run in this process. */
+  retrievalFailures: number;
   settings: DecideSettings;
 }
 
@@ -65,7 +72,11 @@ export type Action =
   | { type: 'createPod'; attemptName: string; gpuType: string; attemptNumber: number }
   | { type: 'probeSsh'; podId: string; host: string; port: number }
   | { type: 'deletePod'; podId: string }
-  | { type: 'lookForGonePod'; podId: string };
+  | { type: 'lookForGonePod'; podId: string }
+  | { type: 'setKeep'; keep: boolean }
+  | { type: 'startJob' }
+  | { type: 'cancelJob' }
+  | { type: 'retrieveResults' };
 
 export interface RunEvent { type: 'Normal' | 'Warning'; reason: Reason; note: string }
 

@@ -28,6 +28,8 @@ function observe(over: Partial<Observation> = {}, status: RunpodRunStatus = {}):
     sshKeysReady: true,
     pods: { listedAt: t0, items: [] },
     deletions: {},
+    jobInputs: { ok: true },
+    retrievalFailures: 0,
     settings: { ambiguousLookupMs: 10_000, deadlineMarginMs: 60_000, goneLooks: 3, pollIntervalMs: 5000 },
     ...over,
   };
@@ -173,9 +175,10 @@ describe('decide: provisioning', () => {
     const status = readyStatus();
     assert.equal(status.phase, 'Running');
     assert.ok(status.conditions?.some((c) => c.type === 'PodReady' && c.status === 'True'));
-    const d = decide(observe({ now: at(10), pods: { listedAt: at(10), items: [pod({ ssh: { host: '127.0.0.1', port: 2222 } })] } }, status));
+    const d = decide(observe({ now: at(72), pods: { listedAt: at(72), items: [pod({ ssh: { host: '127.0.0.1', port: 2222 } })] } }, status));
     assert.equal(d.status.reason, 'PodReady');
-    assert.equal(d.status.estimatedCostUsd, '0.0014', '0.50 $/h for 10 s');
+    assert.equal(d.status.estimatedCostUsd, '0.01', '0.50 $/h for 72 s');
+    assert.equal(d.status.pod?.costPerHour, '0.50');
   });
 
   test('a host key mismatch: the pod is not trusted, deleted, the run fails BootFailed', () => {

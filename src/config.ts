@@ -1,0 +1,72 @@
+// The controller's settings: each a flag, or an environment variable of the same name
+// (--poll-interval = RUNPOD_OPERATOR_POLL_INTERVAL); flags win. Validated with zod so that a bad
+// value stops the process at once with the setting named.
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+
+const durationPattern = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
+const unitMs: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** "5s", "500ms", "2m" → milliseconds. */
+const duration = z.string().regex(durationPattern, 'must be a duration such as 500ms, 5s, 2m or 1h')
+  .transform((value) => {
+    const [, amount, unit] = durationPattern.exec(value) as unknown as [string, string, string];
+    return Math.round(Number(amount) * (unitMs[unit] ?? 1));
+  });
+
+const loopbackHosts = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
+
+export const configSchema = z.object({
+  kubeconfig: z.string().min(1).optional(),
+  namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a namespace name').optional(),
+  clusterId: z.string().min(1).max(128).regex(/^[A-Za-z0-9._-]+$/, 'must be letters, digits, ".", "_" or "-"').optional(),
+  runpodApiUrl: z.url().default('https://api.runpod.io/v2')
+    .refine((value) => {
+      const url = new URL(value);
+      return url.protocol === 'https:' || (url.protocol === 'http:' && loopbackHosts.has(url.hostname));
+    }, 'must be https (http only for a loopback address)'),
+  resultsDir: z.string().min(1).default('./results'),
+  maxConcurrentReconciles: z.coerce.number().int().min(1).max(256).default(8),
+  pollInterval: duration.pipe(z.number().min(1000, 'must be at least 1s')).default(10_000),
+  logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal']).default('info'),
+  leaderElect: z.stringbool().default(true),
+  leaseNamespace: z.string().min(1).optional(),
+  /** How long past a pod's deadline the controller itself deletes it (the watchdog acts at the deadline). */
+  deadlineMargin: duration.default(60_000),
+  /** How often the on-pod watchdog checks its limits. */
+  watchdogPeriod: duration.pipe(z.number().min(1000, 'must be at least 1s').max(300_000, 'must be at most 5m')).default(10_000),
+});
+
+export type Config = z.output<typeof configSchema>;
+
+const flags = {
+  kubeconfig: 'kubeconfig', namespace: 'namespace', 'cluster-id': 'clusterId', 'runpod-api-url': 'runpodApiUrl',
+  'results-dir': 'resultsDir', 'max-concurrent-reconciles': 'maxConcurrentReconciles', 'poll-interval': 'pollInterval',
+  'log-level': 'logLevel', 'leader-elect': 'leaderElect', 'lease-namespace': 'leaseNamespace', 'deadline-margin': 'deadlineMargin',
+  'watchdog-period': 'watchdogPeriod',
+} as const satisfies Record<string, keyof Config>;
+
+export const envName = (flag: string): string => `RUNPOD_OPERATOR_${flag.toUpperCase().replaceAll('-', '_')}`;
+
+/** Reads flags and environment; throws an Error that names every bad setting. */
+export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): Config {
+  const { values } = parseArgs({
+    args: argv,
+    options: Object.fromEntries(Object.keys(flags).map((flag) => [flag, { type: 'string' as const }])),
+    strict: true,
+  });
+  const raw: Record<string, string> = {};
+  for (const [flag, key] of Object.entries(flags)) {
+    const value = (values as Record<string, string | undefined>)[flag] ?? env[envName(flag)];
+    if (value !== undefined) raw[key] = value;
+  }
+  raw.kubeconfig ??= env.KUBECONFIG ?? '';
+  if (raw.kubeconfig === '') delete raw.kubeconfig;
+  const result = configSchema.safeParse(raw);
+  if (result.success) return result.data;
+  const byKey = Object.fromEntries(Object.entries(flags).map(([flag, key]) => [key, flag]));
+  throw new Error(`invalid configuration: ${result.error.issues.map((issue) => {
+    const flag = byKey[String(issue.path[0])] ?? String(issue.path[0]);
+    return `--${flag} (${envName(flag)}): ${issue.message}`;
+  }).join('; ')}`);
+}

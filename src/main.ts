@@ -1,0 +1,122 @@
+// Entry point: config → wiring → run. Only the leader (a Lease) runs the queue, the pod observers
+// and the sweeper; a lost lease ends the process so that a fresh start re-observes everything.
+import { hostname } from 'node:os';
+import { CoreV1Api, KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { group, plural, version, type RunpodRun } from './api/runpodrun.ts';
+import { loadConfig, type Config } from './config.ts';
+import { Controller } from './kube/controller.ts';
+import { EventRecorder } from './kube/events.ts';
+import { keyOf } from './kube/keys.ts';
+import { LeaderElector } from './kube/leader.ts';
+import { keyHandlers, Reflector, resourcePath } from './kube/reflector.ts';
+import { createLogger, type Logger } from './log.ts';
+import { Accounts } from './run/accounts.ts';
+import { RunReconciler } from './run/reconciler.ts';
+import { Sweeper } from './run/sweeper.ts';
+
+export interface RunningController { stop(): Promise<void> }
+
+export function loadKubeConfig(config: Config): KubeConfig {
+  const kubeConfig = new KubeConfig();
+  if (config.kubeconfig) kubeConfig.loadFromFile(config.kubeconfig);
+  else if (process.env.KUBERNETES_SERVICE_HOST) kubeConfig.loadFromCluster();
+  else kubeConfig.loadFromDefault();
+  return kubeConfig;
+}
+
+export interface StartOptions {
+  logger?: Logger;
+  /** Leadership was lost: the process must not go on working (default: exit 1, so a fresh start re-observes all). */
+  onLostLeadership?: () => void;
+}
+
+/** Starts the controller; resolves once it runs (as leader, or waiting to become one). */
+export async function startController(config: Config, options: StartOptions = {}): Promise<RunningController> {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const kubeConfig = loadKubeConfig(config);
+  const clusterId = config.clusterId ?? (await kubeConfig.makeApiClient(CoreV1Api).readNamespace({ name: 'kube-system' })).metadata?.uid;
+  if (!clusterId) throw new Error('cannot determine the cluster id: set --cluster-id');
+  const identity = `${hostname()}-${process.pid}`;
+  logger.info({ clusterId, namespace: config.namespace ?? '(all)', runpodApiUrl: config.runpodApiUrl }, 'starting runpod-operator');
+
+  let controller: Controller | undefined;
+  let reflector: Reflector<RunpodRun & KubernetesObject> | undefined;
+  const runUids = new Map<string, string>();
+  const accounts = new Accounts({
+    baseUrl: config.runpodApiUrl, clusterId, pollIntervalMs: config.pollInterval, logger,
+    onPodsChanged: (uids) => uids.forEach((uid) => { const key = runUids.get(uid); if (key) controller?.enqueue(key); }),
+  });
+  const reconciler = new RunReconciler({
+    kubeConfig, accounts, clusterId, runpodApiUrl: config.runpodApiUrl, resultsDir: config.resultsDir, watchdogPeriodMs: config.watchdogPeriod, logger,
+    events: new EventRecorder({ kubeConfig, reportingInstance: identity, logger }),
+    settings: { ambiguousLookupMs: 2 * config.pollInterval, deadlineMarginMs: config.deadlineMargin, goneLooks: 3, pollIntervalMs: config.pollInterval },
+  });
+  const sweeper = new Sweeper({
+    accounts, logger, intervalMs: Math.max(30_000, 3 * config.pollInterval),
+    liveRunUids: () => new Set(runUids.keys()),
+  });
+
+  const lead = (signal: AbortSignal) => {
+    controller = new Controller({
+      name: 'runpodrun', log: logger, maxConcurrentReconciles: config.maxConcurrentReconciles,
+      reconcile: (key) => reconciler.reconcile(key),
+    });
+    const enqueue = keyHandlers((key) => controller?.enqueue(key));
+    reflector = new Reflector<RunpodRun & KubernetesObject>({
+      kubeConfig, log: logger, resyncMs: 5 * 60_000,
+      path: resourcePath({ group, version, plural, namespace: config.namespace }),
+      handlers: {
+        onAdd: (run) => { runUids.set(run.metadata.uid, keyOf(run)); enqueue.onAdd?.(run); },
+        onUpdate: (old, run) => { runUids.set(run.metadata.uid, keyOf(run)); enqueue.onUpdate?.(old, run); },
+        onDelete: (run) => { runUids.delete(run.metadata.uid); enqueue.onDelete?.(run); },
+      },
+    });
+    reflector.start();
+    controller.start();
+    // The sweeper must not judge pods before the store knows every live run.
+    void reflector.waitForSync(signal).then(() => sweeper.start(), () => undefined);
+  };
+
+  const stopWork = async () => {
+    sweeper.stop();
+    reflector?.stop();
+    await controller?.stop();
+    await accounts.close();
+  };
+
+  if (!config.leaderElect) {
+    lead(new AbortController().signal);
+    return { stop: stopWork };
+  }
+  const elector = new LeaderElector({
+    kubeConfig, logger, identity,
+    namespace: config.leaseNamespace ?? config.namespace ?? 'default',
+    name: 'runpod-operator-leader',
+    onStartedLeading: lead,
+    onStoppedLeading: () => {
+      logger.error('lost the leader lease; stopping');
+      void stopWork();
+      (options.onLostLeadership ?? (() => process.exit(1)))();
+    },
+  });
+  elector.start();
+  return { stop: async () => { await stopWork(); await elector.stop(); } };
+}
+
+if (import.meta.main) {
+  let config: Config;
+  try {
+    config = loadConfig(process.argv.slice(2));
+  } catch (error) {
+    console.error(error instanceof Error ? error.message : String(error));
+    process.exit(2);
+  }
+  const logger = createLogger(config.logLevel);
+  const running = await startController(config, { logger });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      logger.info({ signal }, 'stopping');
+      void running.stop().then(() => process.exit(0));
+    });
+  }
+}

@@ -1,0 +1,220 @@
+// Carries out the one step decide() chose. Each step is a single call (Runpod, SSH or the API
+// server); what it learned is applied to the status by the pure apply*Outcome functions.
+import type { RunpodRun } from '../api/runpodrun.ts';
+import type { RunpodRunSpec } from '../api/spec.ts';
+import type { RunpodRunStatus } from '../api/status.ts';
+import { registerSecret } from '../log.ts';
+import { isRunpodError, rankGpuTypes, type Pod, type RunpodClient } from '../runpod/index.ts';
+import { connectPinned, generateRunKeys, HostKeyMismatchError, isNotReadyYet, protectPrivateKey, type SshConnection } from '../ssh/index.ts';
+import { applyCreateOutcome, applyProbeOutcome, applyRetrievalOutcome, type CreateOutcome, type ProbeOutcome } from './decide.ts';
+import type { JobInputs } from './job-inputs.ts';
+import { cancelJob, retrieveResults, setKeep, startJob } from './job-steps.ts';
+import type { Action, Deletion, GpuCandidate, Observation, PodView } from './model.ts';
+import type { RunApi, SshSecret } from './run-api.ts';
+
+export interface ActContext {
+  run: RunpodRun;
+  obs: Observation;
+  spec?: RunpodRunSpec;
+  client?: RunpodClient;
+  sshKeys?: SshSecret;
+  /** The reconcile's one SSH connection to a ready pod (opened by observe to read the pod's state). */
+  ssh?: SshConnection;
+  jobInputs?: JobInputs;
+  /** Where this run's verified results go. */
+  resultLocation: string;
+  runs: RunApi;
+  /** The per-process memory decide() reads back through the observation. */
+  memory: { deletions: Map<string, Deletion>; catalogs: Map<string, GpuCandidate[]>; retrievalFailures: Map<string, number> };
+  buildCreateRequest: (attemptName: string, attemptNumber: number, gpuType: string) => Parameters<RunpodClient['createPod']>[0];
+  refreshPods: () => void;
+}
+
+/** Returns the status to write after the step, when the step learned something the status must record. */
+export async function act(action: Action, ctx: ActContext): Promise<RunpodRunStatus | undefined> {
+  switch (action.type) {
+    case 'none':
+      return undefined;
+    case 'addFinalizer':
+      await ctx.runs.setFinalizer(ctx.run, true);
+      return undefined;
+    case 'removeFinalizer':
+      await ctx.runs.setFinalizer(ctx.run, false);
+      return undefined;
+    case 'ensureSshKeys': {
+      const { client, host } = generateRunKeys(`runpod-operator-${ctx.run.metadata.uid}`);
+      await ctx.runs.createSshSecret(ctx.run, {
+        clientPrivateKey: client.privateKey, clientPublicKey: client.publicKey,
+        hostPrivateKey: host.privateKey, hostPublicKey: host.publicKey,
+      });
+      return undefined;
+    }
+    case 'readCatalog':
+      await readCatalog(ctx);
+      return undefined;
+    case 'createPod':
+      return createPod(ctx, action.attemptName, action.attemptNumber, action.gpuType);
+    case 'probeSsh':
+      return probeSsh(ctx, action.host, action.port);
+    case 'deletePod':
+      await deletePod(ctx, action.podId);
+      return undefined;
+    case 'lookForGonePod':
+      await lookForGonePod(ctx, action.podId);
+      return undefined;
+    case 'setKeep':
+      await setKeep(requireSsh(ctx), action.keep);
+      return undefined;
+    case 'startJob': {
+      if (!ctx.jobInputs) throw new Error('the job\'s env and files could not all be read from the namespace');
+      await startJob(requireSsh(ctx), requireAccount(ctx).spec, ctx.jobInputs);
+      return undefined;
+    }
+    case 'cancelJob':
+      await cancelJob(requireSsh(ctx));
+      return undefined;
+    case 'retrieveResults':
+      return retrieve(ctx);
+  }
+}
+
+async function retrieve(ctx: ActContext): Promise<RunpodRunStatus> {
+  const uid = ctx.run.metadata.uid;
+  const outcome = await retrieveResults(requireSsh(ctx), requireAccount(ctx).spec, ctx.resultLocation);
+  if (outcome.kind === 'verified') ctx.memory.retrievalFailures.delete(uid);
+  else ctx.memory.retrievalFailures.set(uid, (ctx.memory.retrievalFailures.get(uid) ?? 0) + 1);
+  const status = structuredClone(ctx.run.status ?? {});
+  applyRetrievalOutcome(ctx.obs, status, outcome);
+  return status;
+}
+
+function requireSsh(ctx: ActContext): SshConnection {
+  if (!ctx.ssh) throw new Error('no SSH connection to the pod this time');
+  return ctx.ssh;
+}
+
+async function readCatalog(ctx: ActContext): Promise<void> {
+  const { spec, client } = requireAccount(ctx);
+  const auto = spec.gpu.auto ?? {};
+  const offers = await client.listGpuTypes({ cloud: spec.cloud, gpuCount: spec.gpu.count });
+  const ranked = rankGpuTypes(offers, {
+    cloud: spec.cloud, gpuCount: spec.gpu.count, minVramGb: auto.minVramGb,
+    maxPricePerHour: auto.maxPricePerHour === undefined ? undefined : Number(auto.maxPricePerHour),
+    dataCenterIds: spec.dataCenterIds,
+  });
+  ctx.memory.catalogs.set(ctx.run.metadata.uid, ranked.map((offer) => ({ gpuType: offer.id })));
+}
+
+async function createPod(ctx: ActContext, attemptName: string, attemptNumber: number, gpuType: string): Promise<RunpodRunStatus> {
+  const { client } = requireAccount(ctx);
+  const status = structuredClone(ctx.run.status ?? {});
+  let outcome: CreateOutcome;
+  try {
+    const pod = await client.createPod(ctx.buildCreateRequest(attemptName, attemptNumber, gpuType));
+    outcome = { kind: 'created', pod: podView(pod) };
+  } catch (error) {
+    outcome = createFailure(error);
+  }
+  ctx.refreshPods();
+  applyCreateOutcome(ctx.obs, status, attemptName, outcome);
+  return status;
+}
+
+function createFailure(error: unknown): CreateOutcome {
+  if (!isRunpodError(error)) return { kind: 'ambiguous', message: 'the create call failed in an unexpected way' };
+  const message = error.message;
+  switch (error.kind) {
+    case 'capacity': return { kind: 'capacity', message };
+    case 'balance': return { kind: 'failed', reason: 'InsufficientBalance', message };
+    case 'invalid': return { kind: 'failed', reason: 'InvalidSpec', message };
+    case 'unauthorized': return { kind: 'failed', reason: 'CredentialsRejected', message };
+    // A 429 was not processed: nothing exists, the attempt is void.
+    case 'rate-limited': return { kind: 'transient', message };
+    default: return { kind: 'ambiguous', message };
+  }
+}
+
+async function probeSsh(ctx: ActContext, host: string, port: number): Promise<RunpodRunStatus | undefined> {
+  const keys = ctx.sshKeys;
+  if (!keys) return undefined;
+  let outcome: ProbeOutcome;
+  try {
+    const connection = await connectPinned({
+      host, port, username: 'root', privateKey: keys.clientPrivateKey, hostPublicKey: keys.hostPublicKey, readyTimeoutMs: 15_000,
+    });
+    connection.close();
+    outcome = { kind: 'ready' };
+  } catch (error) {
+    if (error instanceof HostKeyMismatchError) outcome = { kind: 'untrusted', message: error.message };
+    else if (isNotReadyYet(error)) outcome = { kind: 'notYet', message: String(error) };
+    else outcome = { kind: 'notYet', message: error instanceof Error ? error.message : String(error) };
+  }
+  if (outcome.kind === 'notYet') return undefined;
+  const status = structuredClone(ctx.run.status ?? {});
+  applyProbeOutcome(ctx.obs, status, outcome);
+  return status;
+}
+
+async function deletePod(ctx: ActContext, podId: string): Promise<void> {
+  const { client } = requireClient(ctx);
+  const deletion = ctx.memory.deletions.get(podId) ?? { notFoundLooks: 0 };
+  try {
+    await client.deletePod(podId);
+  } catch (error) {
+    if (!isRunpodError(error, 'not-found')) throw error;
+    // Already gone is one look's worth of evidence, not proof.
+    deletion.notFoundLooks++;
+  }
+  deletion.sentAt = new Date();
+  ctx.memory.deletions.set(podId, deletion);
+  ctx.refreshPods();
+}
+
+async function lookForGonePod(ctx: ActContext, podId: string): Promise<void> {
+  const { client } = requireClient(ctx);
+  const deletion = ctx.memory.deletions.get(podId) ?? { notFoundLooks: 0 };
+  try {
+    await client.getPod(podId);
+    // Alive after all: the evidence restarts, and a delete that did not take is sent again.
+    deletion.notFoundLooks = 0;
+    if (deletion.sentAt && Date.now() - deletion.sentAt.getTime() > 30_000) delete deletion.sentAt;
+  } catch (error) {
+    if (!isRunpodError(error, 'not-found')) throw error;
+    deletion.notFoundLooks++;
+  }
+  ctx.memory.deletions.set(podId, deletion);
+}
+
+function requireClient(ctx: ActContext): { client: RunpodClient } {
+  if (!ctx.client) throw new Error('no Runpod account for this run (credentials missing)');
+  return { client: ctx.client };
+}
+
+function requireAccount(ctx: ActContext): { client: RunpodClient; spec: RunpodRunSpec } {
+  if (!ctx.spec) throw new Error('the run has no valid spec');
+  return { ...requireClient(ctx), spec: ctx.spec };
+}
+
+/** The few fields of a Runpod pod that decide() reads. */
+export function podView(pod: Pod): PodView {
+  const direct = pod.ssh?.direct;
+  return {
+    id: pod.id,
+    name: pod.name,
+    status: pod.status,
+    gpuType: pod.gpu?.id,
+    gpuCount: pod.gpu?.count ?? undefined,
+    dataCenterId: pod.dataCenterId ?? undefined,
+    costPerHour: pod.cost ?? undefined,
+    createdAt: pod.createdAt ?? undefined,
+    ssh: direct ? { host: direct.host, port: direct.port } : undefined,
+  };
+}
+
+/** Keys read from the owned Secret join the redaction set before anything could log them. */
+export function protectSshKeys(keys: SshSecret): void {
+  protectPrivateKey(keys.clientPrivateKey);
+  protectPrivateKey(keys.hostPrivateKey);
+  // The pod receives the host key base64-encoded in its create env: that form is secret too.
+  registerSecret(Buffer.from(keys.hostPrivateKey).toString('base64'));
+}

@@ -1,0 +1,80 @@
+// The job's steps on a ready pod, each over the reconcile's one SSH connection: read the pod's
+// state, set keepPod, start the job, cancel it, retrieve and verify its results.
+import { join, posix } from 'node:path';
+import type { RunpodRunSpec } from '../api/spec.ts';
+import {
+  DEFAULT_RUN_DIR, cancelJobCommand, jobEnvFile, markRetrievedCommand, parseAck, parseCancelOutput, parsePodState,
+  parseStartOutput, podPath, podStateCommand, setKeepCommand, startJobCommand, writeJobEnvCommand, RETRIEVED_TAG, KEEP_TAG, ENV_TAG,
+  type PodState,
+} from '../pod/index.ts';
+import { commitResults, discardStaging, jobLogName, resultsSubdirectory, stagingDirectory } from '../results/store.ts';
+import { computeManifest, downloadFile, exec, execChecked, retrieveDirectory, shellQuote, uploadFile, type SshConnection } from '../ssh/index.ts';
+import type { RetrievalOutcome } from './decide.ts';
+import type { JobInputs } from './job-inputs.ts';
+
+const runDir = DEFAULT_RUN_DIR;
+const commandTimeout = { timeoutMs: 30_000 };
+
+export async function readPodState(ssh: SshConnection): Promise<PodState> {
+  const result = await execChecked(ssh, podStateCommand({ runDir }), 'reading the pod state', commandTimeout);
+  return parsePodState(result.stdout.toString('utf8'));
+}
+
+export async function setKeep(ssh: SshConnection, keep: boolean): Promise<void> {
+  const result = await execChecked(ssh, setKeepCommand({ runDir, keep }), 'setting keepPod on the pod', commandTimeout);
+  parseAck(result.stdout.toString('utf8'), KEEP_TAG);
+}
+
+/** Files first, then the env (0600, over stdin: never on a command line), then the detached start. */
+export async function startJob(ssh: SshConnection, spec: RunpodRunSpec, inputs: JobInputs): Promise<void> {
+  for (const file of inputs.files) {
+    await uploadFile(ssh, posix.join(runDir, file.path), file.content, file.secret ? 0o600 : 0o644);
+  }
+  const env = await execChecked(ssh, writeJobEnvCommand({ runDir }), 'writing the job env', { ...commandTimeout, stdin: jobEnvFile(inputs.env) });
+  parseAck(env.stdout.toString('utf8'), ENV_TAG);
+  const started = await execChecked(ssh, startJobCommand({ runDir, command: spec.job.command }), 'starting the job', commandTimeout);
+  const outcome = parseStartOutput(started.stdout.toString('utf8'));
+  if (outcome.outcome === 'failed') throw new Error(`the job could not be started: ${outcome.reason}`);
+}
+
+export async function cancelJob(ssh: SshConnection): Promise<void> {
+  const result = await execChecked(ssh, cancelJobCommand({ runDir, graceSeconds: 10 }), 'cancelling the job', commandTimeout);
+  parseCancelOutput(result.stdout.toString('utf8'));
+}
+
+/**
+ * Streams the results directory and the job log into a staging directory, checks every file against
+ * the pod's SHA-256 manifest, and only then moves it into place and writes the `retrieved` marker.
+ */
+export async function retrieveResults(ssh: SshConnection, spec: RunpodRunSpec, location: string): Promise<RetrievalOutcome> {
+  const remoteDir = posix.join(runDir, spec.results.path);
+  // A job that wrote no results has an empty, verifiable result.
+  await execChecked(ssh, `mkdir -p -- ${shellQuote(remoteDir)}`, 'preparing the results directory', commandTimeout);
+  const manifest = await computeManifest(ssh, remoteDir, { timeoutMs: 600_000 });
+  const staging = await stagingDirectory(location);
+  try {
+    const retrieved = await retrieveDirectory(ssh, remoteDir, resultsSubdirectory(staging), manifest);
+    if (!retrieved.ok) {
+      const problems = [['missing', retrieved.missing], ['different', retrieved.different], ['extra', retrieved.extra]] as const;
+      const message = problems.filter(([, files]) => files.length > 0)
+        .map(([what, files]) => `${files.length} ${what} (${files.slice(0, 3).join(', ')})`).join(', ');
+      await discardStaging(staging);
+      return { kind: 'unverified', message };
+    }
+    await downloadJobLog(ssh, join(staging, jobLogName));
+    await commitResults(staging, location);
+    const marked = await execChecked(ssh, markRetrievedCommand({ runDir }), 'marking the results retrieved', commandTimeout);
+    parseAck(marked.stdout.toString('utf8'), RETRIEVED_TAG);
+    return { kind: 'verified', files: retrieved.files, bytes: retrieved.bytes, location };
+  } catch (error) {
+    await discardStaging(staging);
+    throw error;
+  }
+}
+
+async function downloadJobLog(ssh: SshConnection, localPath: string): Promise<void> {
+  const remote = podPath(runDir, 'jobLog');
+  const hash = await exec(ssh, `sha256sum < ${shellQuote(remote)}`, commandTimeout);
+  const expectedSha256 = hash.code === 0 ? hash.stdout.toString('utf8').slice(0, 64) : undefined;
+  if (expectedSha256) await downloadFile(ssh, remote, localPath, { expectedSha256 });
+}

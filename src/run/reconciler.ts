@@ -1,0 +1,175 @@
+// One idempotent reconcile of a RunpodRun: observe (API server, the account's shared pod list,
+// memory of deletions) → decide (pure) → write the decided status first → act (one step) → write
+// what the step learned. Safe to run any number of times, after any crash.
+import { isDeepStrictEqual } from 'node:util';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { finalizer, parseSpec, skipCleanupAnnotation, type RunpodRun } from '../api/runpodrun.ts';
+import type { RunpodRunStatus } from '../api/status.ts';
+import { registerSecret, type Logger } from '../log.ts';
+import { resultLocation } from '../results/store.ts';
+import { connectPinned, type SshConnection } from '../ssh/index.ts';
+import { conditionIs, isTerminal } from './conditions.ts';
+import { resolveJobInputs, type JobInputsVerdict } from './job-inputs.ts';
+import { readPodState } from './job-steps.ts';
+import { splitKey } from '../kube/keys.ts';
+import type { ReconcileResult } from '../kube/controller.ts';
+import type { Accounts } from './accounts.ts';
+import { act, podView, protectSshKeys, type ActContext } from './act.ts';
+import { decide } from './decide.ts';
+import type { DecideSettings, Deletion, GpuCandidate, Observation, RunEvent } from './model.ts';
+import { buildCreatePodRequest } from './pod-request.ts';
+import { RunApi, type SshSecret } from './run-api.ts';
+
+export interface EventSink { record(run: RunpodRun, event: RunEvent): void }
+
+export interface RunReconcilerOptions {
+  kubeConfig: KubeConfig;
+  accounts: Accounts;
+  clusterId: string;
+  runpodApiUrl: string;
+  resultsDir: string;
+  watchdogPeriodMs: number;
+  settings: DecideSettings;
+  events: EventSink;
+  logger: Logger;
+  now?: () => Date;
+}
+
+export class RunReconciler {
+  readonly runs: RunApi;
+  #options: RunReconcilerOptions;
+  #deletions = new Map<string, Deletion>();
+  #catalogs = new Map<string, GpuCandidate[]>();
+  #credentialRetries = new Map<string, number>();
+  #retrievalFailures = new Map<string, number>();
+
+  constructor(options: RunReconcilerOptions) {
+    this.#options = options;
+    this.runs = new RunApi(options.kubeConfig);
+  }
+
+  async reconcile(key: string): Promise<ReconcileResult> {
+    const [namespace, name] = splitKey(key);
+    const run = await this.runs.get(namespace, name);
+    if (!run) return {};
+    const { obs, context } = await this.#observe(run);
+    try {
+      return await this.#decideAndAct(run, obs, context);
+    } finally {
+      context.ssh?.close();
+    }
+  }
+
+  async #decideAndAct(run: RunpodRun, obs: Observation, context: Omit<ActContext, 'run'>): Promise<ReconcileResult> {
+    const decision = decide(obs);
+    let current = run;
+    if (!isDeepStrictEqual(decision.status, run.status ?? {})) current = await this.runs.writeStatus(run, decision.status);
+    for (const event of decision.events) this.#options.events.record(current, event);
+
+    const learned = await act(decision.action, { ...context, run: current });
+    if (learned && !isDeepStrictEqual(learned, current.status ?? {})) {
+      const previousReason = current.status?.reason;
+      current = await this.runs.writeStatus(current, learned);
+      if (learned.reason && learned.reason !== previousReason && learned.message) {
+        this.#options.events.record(current, { type: learned.phase === 'Failed' ? 'Warning' : 'Normal', reason: learned.reason, note: learned.message });
+      }
+    }
+    if (decision.action.type === 'removeFinalizer') this.#forget(run);
+    return this.#requeue(run.metadata.uid, decision.requeue);
+  }
+
+  async #observe(run: RunpodRun): Promise<{ obs: Observation; context: Omit<ActContext, 'run'> }> {
+    const { uid, namespace } = run.metadata;
+    const verdict = parseSpec(run.spec);
+    const spec = verdict.ok ? verdict.spec : undefined;
+    const apiKey = spec ? await this.runs.secretValue(namespace, spec.credentials.secretName, spec.credentials.key) : undefined;
+    registerSecret(apiKey);
+    const account = apiKey ? this.#options.accounts.get(apiKey) : undefined;
+    const snapshot = account?.observer.snapshot;
+    const sshKeys = await this.runs.readSshSecret(run);
+    if (sshKeys) protectSshKeys(sshKeys);
+    const status: RunpodRunStatus = structuredClone(run.status ?? {});
+    // The job's inputs matter until the job has started: before renting, and for the start itself.
+    const jobInputs: JobInputsVerdict = spec && !status.job?.startedAt
+      ? await resolveJobInputs(this.runs, namespace, spec.job)
+      : { ok: true, inputs: { env: {}, files: [] } };
+    const ssh = await this.#connectIfReady(run, status, sshKeys);
+    const podState = ssh ? await readPodState(ssh).catch((error: unknown) => this.#unreadable(run, error)) : undefined;
+    const now = this.#options.now?.() ?? new Date();
+    const obs: Observation = {
+      now,
+      run: {
+        name: run.metadata.name, namespace, uid, generation: run.metadata.generation ?? 1,
+        deleting: run.metadata.deletionTimestamp !== undefined,
+        hasFinalizer: run.metadata.finalizers?.includes(finalizer) ?? false,
+        skipCleanup: run.metadata.annotations?.[skipCleanupAnnotation] === 'true',
+      },
+      spec: verdict,
+      status,
+      credentials: apiKey || !spec
+        ? { found: true }
+        : { found: false, message: `Secret ${namespace}/${spec.credentials.secretName} has no non-empty key "${spec.credentials.key}"` },
+      sshKeysReady: sshKeys !== undefined,
+      pods: snapshot && { listedAt: snapshot.listedAt, items: (snapshot.byRun.get(uid) ?? []).map(podView) },
+      catalog: this.#catalogs.get(uid),
+      deletions: Object.fromEntries(this.#deletions),
+      jobInputs: jobInputs.ok ? { ok: true } : jobInputs,
+      podState,
+      retrievalFailures: this.#retrievalFailures.get(uid) ?? 0,
+      settings: this.#options.settings,
+    };
+    const context: Omit<ActContext, 'run'> = {
+      obs, spec, client: account?.client, sshKeys, runs: this.runs, ssh,
+      jobInputs: jobInputs.ok ? jobInputs.inputs : undefined,
+      resultLocation: resultLocation(this.#options.resultsDir, namespace, run.metadata.name, uid),
+      memory: { deletions: this.#deletions, catalogs: this.#catalogs, retrievalFailures: this.#retrievalFailures },
+      refreshPods: () => account?.observer.refreshSoon(),
+      buildCreateRequest: (attemptName, attemptNumber, gpuType) => {
+        if (!spec || !sshKeys) throw new Error('cannot create a pod without a valid spec and SSH keys');
+        return buildCreatePodRequest({
+          run, spec, sshKeys, attemptName, attemptNumber, gpuType, now,
+          clusterId: this.#options.clusterId, runpodApiUrl: this.#options.runpodApiUrl, watchdogPeriodMs: this.#options.watchdogPeriodMs,
+        });
+      },
+    };
+    return { obs, context };
+  }
+
+  /** One SSH connection per reconcile to a ready, live pod; undefined when there is none or it does not answer. */
+  async #connectIfReady(run: RunpodRun, status: RunpodRunStatus, keys: SshSecret | undefined): Promise<SshConnection | undefined> {
+    const pod = status.pod;
+    if (!keys || !pod?.sshHost || !pod.sshPort || !conditionIs(status, 'PodReady') || isTerminal(status.phase)) return undefined;
+    if (pod.state === 'Deleting' || pod.state === 'Deleted' || run.metadata.deletionTimestamp) return undefined;
+    try {
+      return await connectPinned({
+        host: pod.sshHost, port: pod.sshPort, username: 'root',
+        privateKey: keys.clientPrivateKey, hostPublicKey: keys.hostPublicKey, readyTimeoutMs: 15_000,
+      });
+    } catch (error) {
+      this.#unreadable(run, error);
+      return undefined;
+    }
+  }
+
+  #unreadable(run: RunpodRun, error: unknown): undefined {
+    this.#options.logger.info({ namespace: run.metadata.namespace, name: run.metadata.name, err: error }, 'the pod did not answer over SSH this time');
+    return undefined;
+  }
+
+  #requeue(uid: string, requeue: ReturnType<typeof decide>['requeue']): ReconcileResult {
+    if (requeue === 'backoff') {
+      const retries = (this.#credentialRetries.get(uid) ?? 0) + 1;
+      this.#credentialRetries.set(uid, retries);
+      return { requeueAfterMs: Math.min(300_000, 2000 * 2 ** Math.min(retries - 1, 8)) };
+    }
+    this.#credentialRetries.delete(uid);
+    return requeue === 'none' ? {} : { requeueAfterMs: requeue.afterMs };
+  }
+
+  #forget(run: RunpodRun): void {
+    this.#catalogs.delete(run.metadata.uid);
+    this.#credentialRetries.delete(run.metadata.uid);
+    this.#retrievalFailures.delete(run.metadata.uid);
+    for (const podId of [run.status?.pod?.id, ...(run.status?.strayPods ?? [])]) if (podId) this.#deletions.delete(podId);
+  }
+}

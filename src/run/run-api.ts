@@ -1,0 +1,111 @@
+// The Kubernetes side of a run: the RunpodRun itself, its credentials and its owned SSH Secret.
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import { apiVersion, finalizer, group, kind, plural, version, type RunpodRun } from '../api/runpodrun.ts';
+import type { RunpodRunStatus } from '../api/status.ts';
+import { isAlreadyExists, isNotFound } from '../kube/errors.ts';
+
+export interface SshSecret { clientPrivateKey: string; clientPublicKey: string; hostPrivateKey: string; hostPublicKey: string }
+
+const sshKeys = { clientPrivateKey: 'client-key', clientPublicKey: 'client-key.pub', hostPrivateKey: 'host-key', hostPublicKey: 'host-key.pub' } as const;
+
+export const sshSecretName = (run: string): string => `${run}-ssh`;
+
+export class RunApi {
+  #objects: CustomObjectsApi;
+  #core: CoreV1Api;
+
+  constructor(kubeConfig: KubeConfig) {
+    this.#objects = kubeConfig.makeApiClient(CustomObjectsApi);
+    this.#core = kubeConfig.makeApiClient(CoreV1Api);
+  }
+
+  /** The run as the API server has it now (not a cache: status is the durable record). */
+  async get(namespace: string, name: string): Promise<RunpodRun | undefined> {
+    try {
+      return await this.#objects.getNamespacedCustomObject({ group, version, namespace, plural, name }) as RunpodRun;
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  /** Replaces the status; the resourceVersion precondition turns a stale write into a 409. */
+  async writeStatus(run: RunpodRun, status: RunpodRunStatus): Promise<RunpodRun> {
+    const { namespace, name } = run.metadata;
+    return await this.#objects.replaceNamespacedCustomObjectStatus({
+      group, version, namespace, plural, name, body: { ...run, apiVersion, kind, status },
+    }) as RunpodRun;
+  }
+
+  async setFinalizer(run: RunpodRun, present: boolean): Promise<RunpodRun> {
+    const { namespace, name, resourceVersion } = run.metadata;
+    const others = (run.metadata.finalizers ?? []).filter((f) => f !== finalizer);
+    const finalizers = present ? [...others, finalizer] : others;
+    // The test op makes a concurrent edit of the finalizers fail (409) instead of being overwritten.
+    const body = [
+      { op: 'test', path: '/metadata/resourceVersion', value: resourceVersion },
+      { op: run.metadata.finalizers ? 'replace' : 'add', path: '/metadata/finalizers', value: finalizers },
+    ];
+    return await this.#objects.patchNamespacedCustomObject({ group, version, namespace, plural, name, body },
+      setHeaderOptions('Content-Type', PatchStrategy.JsonPatch)) as RunpodRun;
+  }
+
+  /** A key of a Secret in the run's namespace; undefined when the Secret or the key is missing or empty. */
+  async secretValue(namespace: string, name: string, key: string): Promise<string | undefined> {
+    const secret = await this.#readSecret(namespace, name);
+    const value = secret?.data?.[key];
+    return value ? Buffer.from(value, 'base64').toString('utf8') : undefined;
+  }
+
+  async configMapValue(namespace: string, name: string, key: string): Promise<string | undefined> {
+    try {
+      const map = await this.#core.readNamespacedConfigMap({ namespace, name });
+      return map.data?.[key] ?? (map.binaryData?.[key] ? Buffer.from(map.binaryData[key], 'base64').toString('utf8') : undefined);
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async readSshSecret(run: RunpodRun): Promise<SshSecret | undefined> {
+    const secret = await this.#readSecret(run.metadata.namespace, sshSecretName(run.metadata.name));
+    const owned = secret?.metadata?.ownerReferences?.some((ref) => ref.uid === run.metadata.uid);
+    if (!secret?.data || !owned) return undefined;
+    const read = (key: string) => Buffer.from(secret.data?.[key] ?? '', 'base64').toString('utf8');
+    const keys: SshSecret = {
+      clientPrivateKey: read(sshKeys.clientPrivateKey), clientPublicKey: read(sshKeys.clientPublicKey),
+      hostPrivateKey: read(sshKeys.hostPrivateKey), hostPublicKey: read(sshKeys.hostPublicKey),
+    };
+    return Object.values(keys).every(Boolean) ? keys : undefined;
+  }
+
+  /** Creates the owned Secret; one left by an earlier run of the same name (another UID) is replaced. */
+  async createSshSecret(run: RunpodRun, keys: SshSecret): Promise<void> {
+    const { namespace, name, uid } = run.metadata;
+    const body: V1Secret = {
+      metadata: {
+        name: sshSecretName(name), namespace,
+        labels: { 'app.kubernetes.io/managed-by': 'runpod-operator', [`${group}/run`]: name },
+        ownerReferences: [{ apiVersion, kind, name, uid, controller: true, blockOwnerDeletion: true }],
+      },
+      type: 'Opaque',
+      data: Object.fromEntries(Object.entries(sshKeys).map(([field, key]) =>
+        [key, Buffer.from(keys[field as keyof SshSecret]).toString('base64')])),
+    };
+    try {
+      await this.#core.createNamespacedSecret({ namespace, body });
+    } catch (error) {
+      if (!isAlreadyExists(error)) throw error;
+      await this.#core.replaceNamespacedSecret({ namespace, name: sshSecretName(name), body });
+    }
+  }
+
+  async #readSecret(namespace: string, name: string): Promise<V1Secret | undefined> {
+    try {
+      return await this.#core.readNamespacedSecret({ namespace, name });
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,158 @@
+// A run's whole life end to end: the job on a real (simulated) pod, results verified into the store,
+// the pod deleted; the watchdog's guarantees with the controller stopped. Every test ends with the
+// leak check (world.stop()).
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { simPods } from '../runpod-sim/client.ts';
+import { kubectl } from '../support/kubectl.ts';
+import { hasCondition, runManifest, startWorld, testApiKey, type World, type WorldOptions } from '../support/operator.ts';
+
+async function withWorld(prefix: string, body: (world: World) => Promise<void>, options: WorldOptions = {}): Promise<void> {
+  const world = await startWorld(prefix, options);
+  try {
+    await world.startController();
+    await body(world);
+  } finally {
+    await world.stop();
+  }
+}
+
+const job = (script: string, spec: Record<string, unknown> = {}) => ({ job: { command: ['sh', '-c', script] }, results: { path: 'output' }, ...spec });
+const ended = (run: { status?: { phase?: string } }) => run.status?.phase === 'Succeeded' || run.status?.phase === 'Failed';
+
+async function deleteRun(world: World, name: string): Promise<void> {
+  const result = await kubectl(['delete', 'rpr', name, '-n', world.namespace, '--timeout=60s']);
+  assert.equal(result.status, 0, result.stderr);
+}
+
+describe('a run\'s life', () => {
+  test('success: several result files verified into the store, the pod deleted, secrets nowhere', () =>
+    withWorld('success', async (world) => {
+      await kubectl(['create', 'secret', 'generic', 'hf', '-n', world.namespace, '--from-literal=token=hf_SECRET_TOKEN_0123456789']);
+      await kubectl(['create', 'configmap', 'cfg', '-n', world.namespace, '--from-literal=config.yaml=lr: 0.001']);
+      const script = 'mkdir -p output/nested && cp config.yaml output/ && echo "$GREETING" > output/hello.txt'
+        + ' && seq 1 5000 > "output/nested/num bers.txt" && test -n "$HF_TOKEN" && echo job done';
+      await world.apply(runManifest('success', {
+        job: {
+          command: ['sh', '-c', script],
+          env: [{ name: 'GREETING', value: 'hello world' }, { name: 'HF_TOKEN', valueFrom: { secretKeyRef: { name: 'hf', key: 'token' } } }],
+          files: [{ path: 'config.yaml', configMapKeyRef: { name: 'cfg', key: 'config.yaml' } }],
+        },
+        results: { path: 'output' },
+      }));
+      const run = await world.waitForRun('success', 'Succeeded', ended, 90_000);
+      assert.equal(run.status?.phase, 'Succeeded', JSON.stringify(run.status));
+      assert.equal(run.status?.job?.exitCode, 0);
+      assert.ok(hasCondition(run, 'Complete') && hasCondition(run, 'Ready') && hasCondition(run, 'ResultsRetrieved'));
+      assert.equal(run.status?.results?.files, 3);
+      const location = run.status?.results?.location ?? '';
+      assert.equal(readFileSync(join(location, 'results', 'hello.txt'), 'utf8'), 'hello world\n');
+      assert.equal(readFileSync(join(location, 'results', 'config.yaml'), 'utf8'), 'lr: 0.001');
+      assert.equal(readFileSync(join(location, 'results', 'nested', 'num bers.txt'), 'utf8').split('\n')[4999], '5000');
+      assert.match(readFileSync(join(location, 'job.log'), 'utf8'), /job done/);
+      assert.ok(!readdirSync(join(location, '..')).some((name) => name.includes('.partial-')), 'no staging left');
+      const pods = await simPods(world.sim.adminUrl);
+      assert.equal(pods.length, 1);
+      assert.ok(pods[0]?.deletedAt, 'the pod is deleted once the results are verified');
+      assert.equal(run.status?.pod?.state, 'Deleted');
+      // Secrets: not in the status, the events, the controller's logs or the pod's create env.
+      const events = await kubectl(['get', 'events.events.k8s.io', '-n', world.namespace, '-o', 'json']);
+      for (const [where, text] of [['status', JSON.stringify(run)], ['events', events.stdout], ['logs', world.logLines.join('\n')], ['create env', JSON.stringify(pods[0]?.env)]] as const) {
+        assert.ok(!text.includes('hf_SECRET_TOKEN_0123456789'), `the job secret is in the ${where}`);
+        assert.ok(!text.includes(testApiKey), `the Runpod key is in the ${where}`);
+      }
+      assert.match(events.stdout, /Succeeded/);
+      await deleteRun(world, 'success');
+    }));
+
+  test('exit code 3: Failed/JobFailed with the code, results still retrieved', () =>
+    withWorld('exit3', async (world) => {
+      await world.apply(runManifest('exit3', job('mkdir -p output && echo partial > output/p.txt && echo failing >&2 && exit 3')));
+      const run = await world.waitForRun('exit3', 'Failed', ended, 90_000);
+      assert.equal(run.status?.reason, 'JobFailed');
+      assert.equal(run.status?.job?.exitCode, 3);
+      assert.match(run.status?.message ?? '', /code 3/);
+      assert.equal(run.status?.results?.files, 1);
+      assert.ok(hasCondition(run, 'Failed') && hasCondition(run, 'Stalled'));
+      await deleteRun(world, 'exit3');
+    }));
+
+  test('a result file changing after the manifest: not retrieved, the pod kept, retried until verified', () =>
+    withWorld('unverified', async (world) => {
+      // The job exits while a detached writer keeps appending to a result for a few seconds.
+      await world.apply(runManifest('unverified', job('mkdir -p output && (setsid sh -c "for i in $(seq 1 60); do echo $i >> output/growing.txt; sleep 0.1; done" &) && sleep 0.5')));
+      const unverified = await world.waitForRun('unverified', 'ResultsUnverified', (r) => r.status?.reason === 'ResultsUnverified' || ended(r), 90_000);
+      assert.equal(unverified.status?.reason, 'ResultsUnverified', 'the changing file must be caught');
+      const alive = (await simPods(world.sim.adminUrl)).filter((pod) => pod.deletedAt === null);
+      assert.equal(alive.length, 1, 'the pod stays while results are unverified');
+      const run = await world.waitForRun('unverified', 'Succeeded', ended, 120_000);
+      assert.equal(run.status?.phase, 'Succeeded');
+      assert.equal(readFileSync(join(run.status?.results?.location ?? '', 'results', 'growing.txt'), 'utf8').trim().split('\n').length, 60);
+      await deleteRun(world, 'unverified');
+    }));
+
+  test('keepPod keeps the pod after success; deleting the run removes it', () =>
+    withWorld('keep', async (world) => {
+      await world.apply(runManifest('keep', job('mkdir -p output && echo kept > output/k.txt', { keepPod: true })));
+      const run = await world.waitForRun('keep', 'Succeeded', ended, 90_000);
+      assert.equal(run.status?.phase, 'Succeeded');
+      await sleep(3000);
+      assert.equal((await simPods(world.sim.adminUrl)).filter((pod) => pod.deletedAt === null).length, 1, 'still alive');
+      await deleteRun(world, 'keep');
+      assert.ok((await simPods(world.sim.adminUrl)).every((pod) => pod.deletedBy === 'account'));
+    }));
+
+  test('cancel mid-job: the job is stopped, what exists is retrieved, the pod deleted: Failed/Cancelled', () =>
+    withWorld('cancel', async (world) => {
+      await world.apply(runManifest('cancel', job('mkdir -p output && echo early > output/early.txt && sleep 300')));
+      await world.waitForRun('cancel', 'JobRunning', (r) => r.status?.reason === 'JobRunning', 60_000);
+      assert.equal((await kubectl(['patch', 'rpr', 'cancel', '-n', world.namespace, '--type', 'merge', '-p', '{"spec":{"cancel":true}}'])).status, 0);
+      const run = await world.waitForRun('cancel', 'Cancelled', (r) => r.status?.reason === 'Cancelled' && r.status.pod?.state === 'Deleted', 90_000);
+      assert.equal(run.status?.phase, 'Failed');
+      assert.ok(existsSync(join(run.status?.results?.location ?? '', 'results', 'early.txt')), 'what existed was retrieved');
+      await deleteRun(world, 'cancel');
+    }));
+
+  test('deadline reached with the controller stopped: the watchdog deletes the pod; restarted, the run is DeadlineExceeded', () =>
+    withWorld('deadline', async (world) => {
+      await world.apply(runManifest('deadline', job('sleep 600', { limits: { maxRuntimeSeconds: 30, readyTimeoutSeconds: 30 } })));
+      await world.waitForRun('deadline', 'JobRunning', (r) => r.status?.reason === 'JobRunning', 60_000);
+      await world.stopController();
+      const deadline = Date.now() + 60_000;
+      while (Date.now() < deadline && (await simPods(world.sim.adminUrl)).some((pod) => pod.deletedAt === null)) await sleep(500);
+      const [pod] = await simPods(world.sim.adminUrl);
+      assert.equal(pod?.deletedBy, 'pod', 'the watchdog deleted its own pod');
+      assert.ok(Date.parse(pod?.deletedAt ?? '') - Date.parse(pod?.createdAt ?? '') <= 30_000 + 5000, 'no later than the deadline + one watchdog period');
+      await world.startController();
+      const run = await world.waitForRun('deadline', 'Failed', ended, 60_000);
+      assert.equal(run.status?.reason, 'DeadlineExceeded');
+      await deleteRun(world, 'deadline');
+    }, { watchdogPeriod: '1s' }));
+
+  test('no job started within the boot grace (controller stopped): the watchdog deletes the pod', () =>
+    withWorld('boot', async (world) => {
+      await world.apply(runManifest('boot', job('true', { limits: { maxRuntimeSeconds: 600, bootGraceSeconds: 30, readyTimeoutSeconds: 60 } })));
+      await world.waitForRun('boot', 'created', (r) => r.status?.pod?.id !== undefined);
+      await world.stopController();
+      const deadline = Date.now() + 60_000;
+      while (Date.now() < deadline && (await simPods(world.sim.adminUrl)).some((pod) => pod.deletedAt === null)) await sleep(500);
+      assert.equal((await simPods(world.sim.adminUrl))[0]?.deletedBy, 'pod');
+      await world.startController();
+      const run = await world.waitForRun('boot', 'Failed', ended, 60_000);
+      assert.equal(run.status?.reason, 'BootTimeout');
+      await deleteRun(world, 'boot');
+    }, { watchdogPeriod: '1s' }));
+
+  test('cost cap: the pod is deleted once its spend reaches maxCostUsd', () =>
+    withWorld('costcap', async (world) => {
+      // $36/h: one cent every second.
+      await world.apply(runManifest('costcap', job('sleep 600', { gpu: { types: ['NVIDIA H100 80GB HBM3'] }, limits: { maxRuntimeSeconds: 600, maxCostUsd: '0.10' } })));
+      const run = await world.waitForRun('costcap', 'Failed', ended, 90_000);
+      assert.equal(run.status?.reason, 'CostCapReached', JSON.stringify(run.status));
+      await world.waitForRun('costcap', 'pod deleted', (r) => r.status?.pod?.state === 'Deleted', 30_000);
+      await deleteRun(world, 'costcap');
+    }, { watchdogPeriod: '1s', sim: { gpuTypes: [{ id: 'NVIDIA H100 80GB HBM3', displayName: 'H100', memoryInGb: 80, pricePerHour: 36, stock: { 'EU-RO-1': 4 } }] } }));
+});

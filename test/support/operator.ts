@@ -1,0 +1,110 @@
+// End-to-end world for one test: the shared API server (its own namespace), a fresh Runpod
+// simulator, and the controller under test in this process, pointed at both. stop() ends with the
+// leak check: no pod of ours may be left alive.
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CustomObjectsApi } from '@kubernetes/client-node';
+import { group, plural, version, type RunpodRun } from '../../src/api/runpodrun.ts';
+import { configSchema } from '../../src/config.ts';
+import { createLogger } from '../../src/log.ts';
+import { startController, type RunningController } from '../../src/main.ts';
+import { assertNoLeaks } from '../runpod-sim/client.ts';
+import { startSimulator, type RunningSimulator, type SimConfigInput } from '../runpod-sim/server.ts';
+import { createTestNamespace, testCluster } from './cluster.ts';
+import { kubectl } from './kubectl.ts';
+
+export const testApiKey = 'rpa_TESTKEY_DO_NOT_LOG_4f1c9b7e2a6d';
+
+export interface World {
+  namespace: string;
+  sim: RunningSimulator;
+  clusterId: string;
+  logLines: string[];
+  startController(): Promise<void>;
+  stopController(): Promise<void>;
+  apply(manifest: object | string): Promise<void>;
+  run(name: string): Promise<RunpodRun | undefined>;
+  waitForRun(name: string, what: string, predicate: (run: RunpodRun) => boolean, timeoutMs?: number): Promise<RunpodRun>;
+  stop(): Promise<void>;
+}
+
+export interface WorldOptions { sim?: SimConfigInput; pollInterval?: string; deadlineMargin?: string; watchdogPeriod?: string }
+
+export async function startWorld(prefix: string, options: WorldOptions = {}): Promise<World> {
+  const { kubeConfig, kubeconfigPath } = await testCluster();
+  const namespace = await createTestNamespace(prefix);
+  const sim = await startSimulator({ apiKeys: [testApiKey], config: options.sim });
+  // A cluster id per test: the sweeper of one test can never see another test's pods as strays.
+  const clusterId = `test-${namespace}`;
+  const logLines: string[] = [];
+  const resultsDir = mkdtempSync(join(tmpdir(), `results-${prefix}-`));
+  let controller: RunningController | undefined;
+  const objects = kubeConfig.makeApiClient(CustomObjectsApi);
+
+  await kubectl(['create', 'secret', 'generic', 'runpod', '-n', namespace, `--from-literal=apiKey=${testApiKey}`]);
+
+  const world: World = {
+    namespace, sim, clusterId, logLines,
+    async startController() {
+      const config = configSchema.parse({
+        kubeconfig: kubeconfigPath, namespace, clusterId, runpodApiUrl: sim.baseUrl,
+        pollInterval: options.pollInterval ?? '2s', deadlineMargin: options.deadlineMargin ?? '5s',
+        leaderElect: 'true', leaseNamespace: namespace, logLevel: 'debug', resultsDir,
+        ...(options.watchdogPeriod ? { watchdogPeriod: options.watchdogPeriod } : {}),
+      });
+      const logger = createLogger('debug', { write: (line: string) => { logLines.push(line); } });
+      controller = await startController(config, { logger, onLostLeadership: () => logLines.push('{"msg":"lost leadership"}') });
+    },
+    async stopController() {
+      await controller?.stop();
+      controller = undefined;
+    },
+    async apply(manifest) {
+      const text = typeof manifest === 'string' ? manifest : JSON.stringify(manifest);
+      const result = await kubectl(['apply', '-n', namespace, '-f', '-'], text);
+      assert.equal(result.status, 0, result.stderr);
+    },
+    async run(name) {
+      try {
+        return await objects.getNamespacedCustomObject({ group, version, namespace, plural, name }) as RunpodRun;
+      } catch {
+        return undefined;
+      }
+    },
+    async waitForRun(name, what, predicate, timeoutMs = 60_000) {
+      const deadline = Date.now() + timeoutMs;
+      let last: RunpodRun | undefined;
+      while (Date.now() < deadline) {
+        last = await world.run(name);
+        if (last && predicate(last)) return last;
+        await sleep(250);
+      }
+      assert.fail(`timed out waiting for ${name} to be ${what}; last status: ${JSON.stringify(last?.status)}`);
+    },
+    async stop() {
+      try {
+        await assertNoLeaks(sim.adminUrl, 15_000);
+      } finally {
+        await world.stopController();
+        await sim.stop();
+      }
+    },
+  };
+  return world;
+}
+
+export function runManifest(name: string, spec: Record<string, unknown> = {}): object {
+  return {
+    apiVersion: `${group}/${version}`, kind: 'RunpodRun', metadata: { name },
+    spec: {
+      credentials: { secretName: 'runpod' }, image: 'runpod/base:0.6.2', gpu: { types: ['NVIDIA GeForce RTX 4090', 'NVIDIA A40'] },
+      job: { command: ['sh', '-c', 'echo hello'] }, limits: { maxRuntimeSeconds: 600, readyTimeoutSeconds: 60 }, ...spec,
+    },
+  };
+}
+
+export const hasCondition = (run: RunpodRun, type: string, status = 'True'): boolean =>
+  run.status?.conditions?.some((c) => c.type === type && c.status === status) ?? false;
