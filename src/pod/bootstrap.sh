@@ -1,0 +1,226 @@
+#!/bin/sh
+# runpod-operator bootstrap: what a pod runs first (the create call's args start it).
+#
+# POSIX sh (tested under dash and bash --posix). Usage: bootstrap.sh SHELL WATCHDOG_TEXT — SHELL is
+# the shell that runs the watchdog (e.g. "sh"), WATCHDOG_TEXT the watchdog script itself, passed as
+# an argument so that nothing has to be decoded or written before the image has been checked.
+#
+# Steps: claim the state directory, check the image, install the pinned host key and the client's
+# authorized key, start sshd on port 22, record the verdict, then exec the watchdog (which becomes
+# the container's main process). Any failure is recorded (a fixed reason, never a secret) and the
+# watchdog, exec'd with RUNPOD_OPERATOR_BOOT_FAILED set, deletes the pod at once.
+# The file protocol shared with the controller is in protocol.md.
+set -u
+umask 077
+
+RPO_SHELL=${1:-sh}
+WATCHDOG=${2:-}
+RUN_DIR=${RUNPOD_OPERATOR_RUN_DIR:-/workspace/runpod-operator/run}
+POD=$RUN_DIR/.pod
+POD_ID=${RUNPOD_POD_ID:-unknown}
+SSH_ETC=/etc/ssh/runpod-operator
+HOST_KEY_FILE=$SSH_ETC/host_key
+SSHD_CONFIG=$SSH_ETC/sshd_config
+# Checked, not assumed: the first seven are the image contract; the rest are what these scripts
+# and the controller's commands use.
+REQUIRED='sh sshd curl sha256sum setsid tar base64 awk sed grep tr tail cat date sleep mkdir chmod mv rm'
+NL='
+'
+
+log() {
+  line="$(date -u +%Y-%m-%dT%H:%M:%SZ 2>/dev/null) bootstrap: $*"
+  printf '%s\n' "$line"
+  { printf '%s\n' "$line" >>"$POD/bootstrap.log"; } 2>/dev/null
+}
+
+put() {
+  { printf '%s\n' "$2" >"$1.tmp" && mv -f "$1.tmp" "$1"; } 2>/dev/null
+}
+
+become_watchdog() {
+  unset RUNPOD_OPERATOR_HOST_KEY
+  RUNPOD_OPERATOR_RUN_DIR=$RUN_DIR
+  export RUNPOD_OPERATOR_RUN_DIR
+  if [ -z "$WATCHDOG" ]; then
+    log 'FAILED: no watchdog was given; the pod cannot guard itself'
+    put "$POD/watchdog" 'failed: no watchdog was given'
+    exit 1
+  fi
+  # $RPO_SHELL is unquoted on purpose: "bash --posix" is a command and its option.
+  # shellcheck disable=SC2086
+  exec $RPO_SHELL -c "$WATCHDOG" runpod-operator-watchdog
+}
+
+fail() {
+  log "FAILED: $1"
+  put "$POD/bootstrap" "failed: $1"
+  RUNPOD_OPERATOR_BOOT_FAILED=$1
+  export RUNPOD_OPERATOR_BOOT_FAILED
+  become_watchdog
+}
+
+now() {
+  date +%s 2>/dev/null
+}
+
+# 1. The state directory first: every later failure needs a place to be recorded. If the run
+# directory cannot be made, a pod-local one still carries the verdict and the watchdog's log.
+if ! mkdir -p "$POD" 2>/dev/null; then
+  RUN_DIR=/tmp/runpod-operator-run
+  POD=$RUN_DIR/.pod
+  mkdir -p "$POD" 2>/dev/null
+  fail "cannot create the run directory ${RUNPOD_OPERATOR_RUN_DIR:-}"
+fi
+# 2. The state belongs to this pod. State left by another pod (a network volume outlives pods) is
+# removed, so an old verdict or marker is never read as this pod's. The same pod again means the
+# container restarted: its job died with the old container.
+owner=''
+if [ -f "$POD/pod" ]; then
+  IFS= read -r owner <"$POD/pod" 2>/dev/null
+fi
+if [ "${owner%% *}" != "$POD_ID" ]; then
+  if ! rm -rf "$POD" 2>/dev/null || ! mkdir -p "$POD" 2>/dev/null; then
+    fail 'cannot remove the state of an earlier pod'
+  fi
+  put "$POD/pod" "$POD_ID $(now)"
+  if [ -n "$owner" ]; then
+    log "removed the state of pod ${owner%% *}"
+  fi
+else
+  log 'the container restarted'
+  if [ -e "$POD/job.started" ] && [ ! -e "$POD/job.exit" ] && [ ! -e "$POD/job.lost" ]; then
+    log 'the job died with the previous container'
+    put "$POD/job.lost" "$(now)"
+  fi
+fi
+log "start: pod $POD_ID, run ${RUNPOD_OPERATOR_RUN:-?} attempt ${RUNPOD_OPERATOR_ATTEMPT:-?}, run directory $RUN_DIR"
+if ! rm -f "$POD/bootstrap" "$POD/watchdog" 2>/dev/null; then
+  fail 'cannot remove a stale verdict'
+fi
+chmod 700 "$POD" 2>/dev/null
+
+# 3. The image's requirements, all missing ones named at once.
+missing=''
+for tool in $REQUIRED; do
+  if [ "$tool" = sshd ] && [ -x /usr/sbin/sshd ]; then
+    continue
+  fi
+  command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
+done
+if [ -n "$missing" ]; then
+  fail "the image lacks:$missing"
+fi
+SSHD=/usr/sbin/sshd
+[ -x "$SSHD" ] || SSHD=$(command -v sshd)
+
+# 4. The pinned host key; the image's own host keys are never used (sshd gets only this one).
+key=${RUNPOD_OPERATOR_HOST_KEY:-}
+case $key in
+  '') fail 'RUNPOD_OPERATOR_HOST_KEY is not set' ;;
+  '{{'*) fail 'the host key secret was not resolved' ;;
+esac
+if ! mkdir -p "$SSH_ETC" 2>/dev/null || ! chmod 700 "$SSH_ETC" 2>/dev/null; then
+  fail "cannot create $SSH_ETC"
+fi
+rm -f "$HOST_KEY_FILE" "$HOST_KEY_FILE.tmp" 2>/dev/null
+if ! printf '%s' "$key" | base64 -d >"$HOST_KEY_FILE.tmp" 2>/dev/null; then
+  rm -f "$HOST_KEY_FILE.tmp"
+  fail 'the host key is not valid base64'
+fi
+first=''
+IFS= read -r first <"$HOST_KEY_FILE.tmp" 2>/dev/null
+case $first in
+  '-----BEGIN '*'PRIVATE KEY-----') ;;
+  *)
+    rm -f "$HOST_KEY_FILE.tmp"
+    fail 'the host key is not a private key'
+    ;;
+esac
+if ! chmod 600 "$HOST_KEY_FILE.tmp" || ! mv -f "$HOST_KEY_FILE.tmp" "$HOST_KEY_FILE"; then
+  fail 'cannot install the host key'
+fi
+unset key first
+unset RUNPOD_OPERATOR_HOST_KEY
+
+# 5. The client's key: exactly one public key line, no options (a line starting with options
+# could run a forced command or open forwarding).
+auth=${RUNPOD_OPERATOR_AUTHORIZED_KEY:-}
+case $auth in
+  *"$NL"*) fail 'RUNPOD_OPERATOR_AUTHORIZED_KEY holds more than one line' ;;
+  ssh-ed25519' '?* | ssh-rsa' '?* | ecdsa-sha2-nistp*' '?* | sk-ssh-ed25519@openssh.com' '?* | sk-ecdsa-sha2-nistp256@openssh.com' '?*) ;;
+  '') fail 'RUNPOD_OPERATOR_AUTHORIZED_KEY is not set' ;;
+  *) fail 'RUNPOD_OPERATOR_AUTHORIZED_KEY is not an OpenSSH public key' ;;
+esac
+# sshd's StrictModes refuses keys under a group- or world-writable home.
+chmod go-w /root 2>/dev/null
+if ! mkdir -p /root/.ssh 2>/dev/null || ! chmod 700 /root/.ssh ||
+  ! { printf '%s\n' "$auth" >/root/.ssh/authorized_keys.tmp; } 2>/dev/null ||
+  ! chmod 600 /root/.ssh/authorized_keys.tmp || ! mv -f /root/.ssh/authorized_keys.tmp /root/.ssh/authorized_keys; then
+  fail 'cannot install the authorized key'
+fi
+
+# 6. sshd on port 22 with our own configuration: only the pinned key, keys only, root by key.
+listening22() {
+  cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep -q '^ *[0-9]*: [0-9A-Fa-f]*:0016 [0-9A-Fa-f]*:[0-9A-Fa-f]* 0A '
+}
+if listening22; then
+  fail 'port 22 is already in use (the image started its own sshd?)'
+fi
+if ! {
+  printf '%s\n' 'Port 22' 'PermitRootLogin prohibit-password' 'PasswordAuthentication no' \
+    'KbdInteractiveAuthentication no' 'PubkeyAuthentication yes' 'AuthorizedKeysFile .ssh/authorized_keys' \
+    'StrictModes yes' 'X11Forwarding no' 'PrintMotd no' 'ClientAliveInterval 30' 'ClientAliveCountMax 4' \
+    'MaxSessions 32' 'MaxStartups 32:30:64' 'Subsystem sftp internal-sftp' >"$SSHD_CONFIG"
+} 2>/dev/null; then
+  fail 'cannot write the sshd configuration'
+fi
+if ! mkdir -p /run/sshd 2>/dev/null || ! chmod 755 /run/sshd 2>/dev/null; then
+  fail 'cannot create /run/sshd'
+fi
+if ! out=$("$SSHD" -t -f "$SSHD_CONFIG" -h "$HOST_KEY_FILE" -p 22 2>&1); then
+  log "sshd -t: $(printf '%s' "$out" | tr '\n' ' ')"
+  fail 'sshd rejects the host key or its configuration'
+fi
+# Without the pod key in its env (its sessions build their own env anyway).
+(
+  unset RUNPOD_API_KEY
+  exec "$SSHD" -D -e -f "$SSHD_CONFIG" -h "$HOST_KEY_FILE" -p 22 \
+    -o PasswordAuthentication=no -o PermitRootLogin=prohibit-password </dev/null
+) &
+sshd_pid=$!
+tries=0
+until listening22; do
+  if ! kill -0 "$sshd_pid" 2>/dev/null; then
+    fail 'sshd exited at start'
+  fi
+  tries=$((tries + 1))
+  if [ "$tries" -ge 30 ]; then
+    fail 'sshd does not listen on port 22'
+  fi
+  sleep 1
+done
+log "sshd listens on port 22 (pid $sshd_pid)"
+
+# 7. The image's environment for the job (commands over SSH do not see PID 1's env), without the
+# secrets: never the pod's API key, never the host key. awk's ENVIRON, not `export -p`, whose
+# quoting differs between shells ($'...' in bash is not sh).
+if ! {
+  awk 'BEGIN {
+    for (k in ENVIRON) {
+      if (k !~ /^[A-Za-z_][A-Za-z0-9_]*$/) continue
+      if (k ~ /^(RUNPOD_API_KEY|RUNPOD_OPERATOR_HOST_KEY|RUNPOD_OPERATOR_BOOT_FAILED|PWD|OLDPWD|SHLVL|_)$/) continue
+      v = ENVIRON[k]
+      gsub(/\047/, "\047\\\047\047", v)
+      printf "export %s=\047%s\047\n", k, v
+    }
+  }' >"$POD/image.env.tmp" && mv -f "$POD/image.env.tmp" "$POD/image.env"
+} 2>/dev/null; then
+  fail 'cannot write the image environment'
+fi
+
+# 8. The verdict, then the watchdog.
+if ! put "$POD/bootstrap" ok || [ ! -s "$POD/bootstrap" ]; then
+  fail 'cannot record the bootstrap verdict'
+fi
+log 'ok: starting the watchdog'
+become_watchdog

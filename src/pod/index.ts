@@ -1,0 +1,15 @@
+// The pod side: what the create call carries (render), the on-pod file protocol, and the commands
+// the controller runs on a pod over SSH with their parsers (job).
+export { renderPodArgs, renderPodEnv, podEnvInputSchema, minifyScript, BOOTSTRAP_SCRIPT, WATCHDOG_SCRIPT } from './render.ts';
+export type { PodEnvInput, RenderArgsOptions } from './render.ts';
+export {
+  DEFAULT_RUN_DIR, STATE_DIR, POD_FILES, POD_ENV, RUNPOD_ENV, IMAGE_REQUIREMENTS, WATCHDOG_DEFAULTS,
+  SSHD_HOST_KEY_PATH, SSHD_CONFIG_PATH, podPath,
+} from './protocol.ts';
+export type { PodFile } from './protocol.ts';
+export {
+  POD_SHELLS, jobEnvFile, writeJobEnvCommand, startJobCommand, parseStartOutput, cancelJobCommand, parseCancelOutput,
+  markRetrievedCommand, setKeepCommand, parseAck, podStateCommand, parsePodState, parseVerdict, runDirSchema,
+  START_TAG, STATE_TAG, CANCEL_TAG, RETRIEVED_TAG, KEEP_TAG, ENV_TAG,
+} from './job.ts';
+export type { PodShell, StartJobOptions, StartResult, CancelJobOptions, CancelResult, PodStateOptions, PodState, Verdict } from './job.ts';

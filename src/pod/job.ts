@@ -1,0 +1,334 @@
+// The commands the controller runs on a pod over SSH (one string each, for the remote login shell)
+// and the parsers of what they print. Each prints one line starting with its own tag, so the
+// parsers ignore anything else a login shell might print. File names: protocol.ts / protocol.md.
+//
+// The job runs under a small sh supervisor in its own session (setsid): it survives the SSH session
+// and the controller, and it records the pid, the end time and the exit code itself. The job gets a
+// session of its own too, so that a cancel signals the job's process group and never the supervisor.
+import { z } from 'zod';
+import { shellJoin, shellQuote } from '../ssh/shell.ts';
+import { DEFAULT_RUN_DIR, POD_FILES } from './protocol.ts';
+
+/** The shells the on-pod scripts are written for (all POSIX sh). */
+export const POD_SHELLS = ['sh', 'dash', 'bash --posix'] as const;
+export type PodShell = (typeof POD_SHELLS)[number];
+
+const shellSchema = z.enum(POD_SHELLS).default('sh');
+
+/** An absolute path that cannot walk out of itself (quoted wherever it is used: any other byte is fine). */
+export const runDirSchema = z
+  .string()
+  .regex(/^\/[^\0\n\r]*$/, 'an absolute path on one line')
+  .refine((path) => !path.split('/').includes('..'), 'no .. components')
+  .default(DEFAULT_RUN_DIR);
+
+const envNameSchema = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name');
+const envValueSchema = z.string().refine((value) => !value.includes('\0'), 'no NUL bytes');
+
+export const START_TAG = 'runpod-operator-start';
+export const STATE_TAG = 'runpod-operator-state';
+export const CANCEL_TAG = 'runpod-operator-cancel';
+export const RETRIEVED_TAG = 'runpod-operator-retrieved';
+export const KEEP_TAG = 'runpod-operator-keep';
+export const ENV_TAG = 'runpod-operator-env';
+
+/** Relative to the run directory, which every command enters first. */
+const F = POD_FILES;
+
+function enterRunDir(runDir: string, tag: string): string {
+  return `cd ${shellQuote(runDir)} 2>/dev/null && [ -d .pod ] || { echo '${tag} failed no-run-directory'; exit 1; }`;
+}
+
+function writeAtomically(file: string, value: string): string {
+  return `printf '%s\\n' ${value} >${file}.tmp && mv -f ${file}.tmp ${file}`;
+}
+
+/**
+ * The job's environment file (.pod/job.env): one `export NAME='value'` per variable. The controller
+ * writes it with mode 0600 (SFTP, or writeJobEnvCommand with this text on stdin), never on a
+ * command line, and never logs it.
+ */
+export function jobEnvFile(env: Record<string, string> | readonly (readonly [string, string])[]): string {
+  const entries = Array.isArray(env) ? env : Object.entries(env as Record<string, string>);
+  return entries
+    .map(([name, value]) => `export ${envNameSchema.parse(name)}='${envValueSchema.parse(value).replace(/'/g, `'\\''`)}'\n`)
+    .join('');
+}
+
+/** Writes stdin to .pod/job.env (0600, atomically). Prints `runpod-operator-env ok`. */
+export function writeJobEnvCommand(options: { runDir?: string } = {}): string {
+  const runDir = runDirSchema.parse(options.runDir);
+  return [
+    enterRunDir(runDir, ENV_TAG),
+    `umask 077 && cat >${F.jobEnv}.tmp && chmod 600 ${F.jobEnv}.tmp && mv -f ${F.jobEnv}.tmp ${F.jobEnv} && echo '${ENV_TAG} ok'`,
+  ].join('\n');
+}
+
+export const startJobOptionsSchema = z.strictObject({
+  runDir: runDirSchema,
+  /** Exec form, run in the run directory. */
+  command: z.array(z.string().refine((arg) => !arg.includes('\0'), 'no NUL bytes')).min(1),
+  shell: shellSchema,
+});
+export type StartJobOptions = z.input<typeof startJobOptionsSchema>;
+
+/**
+ * Starts the job detached, at most once (.pod/job.started is created exclusively). Prints one of
+ * `runpod-operator-start started <unix>`, `... already-started`, `... cancelled` (a cancel came
+ * first), `... failed <why>`. Returns at once: the job's output goes to .pod/job.log.
+ */
+export function startJobCommand(options: StartJobOptions): string {
+  const { runDir, command, shell } = startJobOptionsSchema.parse(options);
+  // The job's own shell reads the image's env, then the job's, then execs the command: the
+  // supervisor's env stays untouched, so a job PATH cannot hide mv or date from it.
+  const jobShell = [
+    `if [ -f ${F.imageEnv} ]; then . ./${F.imageEnv}; fi`,
+    `if [ -f ${F.jobEnv} ]; then . ./${F.jobEnv}; fi`,
+    'exec "$@"',
+  ].join('\n');
+  const supervisor = [
+    `printf '%s\\n' "$$" >${F.jobSupervisor}`,
+    `setsid ${shell} -c ${shellQuote(jobShell)} runpod-operator-job "$@" </dev/null &`,
+    'pid=$!',
+    writeAtomically(F.jobPid, '"$pid"'),
+    'wait "$pid"',
+    'code=$?',
+    writeAtomically(F.jobEnded, '"$(date +%s)"'),
+    writeAtomically(F.jobExit, '"$code"'),
+  ].join('\n');
+  return [
+    enterRunDir(runDir, START_TAG),
+    `if [ -e ${F.jobCancelled} ]; then echo '${START_TAG} cancelled'; exit 0; fi`,
+    `if ! (set -C; : >${F.jobStarted}) 2>/dev/null; then echo '${START_TAG} already-started'; exit 0; fi`,
+    't=$(date +%s)',
+    `printf '%s\\n' "$t" >${F.jobStarted}`,
+    `setsid ${shell} -c ${shellQuote(supervisor)} runpod-operator-supervisor ${shellJoin(command)} </dev/null >>${F.jobLog} 2>&1 &`,
+    `echo "${START_TAG} started $t"`,
+  ].join('\n');
+}
+
+const startLineSchema = z.union([
+  z.tuple([z.literal(START_TAG), z.literal('started'), z.string().regex(/^\d+$/)]).transform(([, , t]) => ({ outcome: 'started' as const, startedAt: Number(t) })),
+  z.tuple([z.literal(START_TAG), z.enum(['already-started', 'cancelled'])]).transform(([, outcome]) => ({ outcome })),
+  z.tuple([z.literal(START_TAG), z.literal('failed'), z.string()]).transform(([, , why]) => ({ outcome: 'failed' as const, reason: why })),
+]);
+export type StartResult = z.output<typeof startLineSchema>;
+
+export function parseStartOutput(stdout: string): StartResult {
+  return startLineSchema.parse(taggedLine(stdout, START_TAG).split(' '));
+}
+
+export const cancelJobOptionsSchema = z.strictObject({
+  runDir: runDirSchema,
+  /** Seconds between SIGTERM and SIGKILL to the job's process group. */
+  graceSeconds: z.number().int().min(0).max(3600).default(10),
+  shell: shellSchema,
+});
+export type CancelJobOptions = z.input<typeof cancelJobOptionsSchema>;
+
+/**
+ * Cancels the job: SIGTERM to its process group, SIGKILL after the grace, done by a detached
+ * canceller so that a dropped SSH session cannot leave it half done. Prints one of
+ * `runpod-operator-cancel cancelling | ended | not-started | failed <why>`; the state query
+ * tells when it is over (the supervisor records the exit code, 143 or 137).
+ */
+export function cancelJobCommand(options: CancelJobOptions = {}): string {
+  const { runDir, graceSeconds, shell } = cancelJobOptionsSchema.parse(options);
+  const note = (text: string): string => `echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) runpod-operator: ${text}"`;
+  const canceller = [
+    'g=$1',
+    'i=0',
+    `while [ ! -s ${F.jobPid} ] && [ ! -e ${F.jobExit} ] && [ "$i" -lt 30 ]; do sleep 1; i=$((i + 1)); done`,
+    "pid=''",
+    `if [ -f ${F.jobPid} ]; then IFS= read -r pid <${F.jobPid}; fi`,
+    "case $pid in '' | *[!0-9]*) exit 0 ;; esac",
+    '[ "$pid" -gt 1 ] || exit 0',
+    'kill -0 -"$pid" 2>/dev/null || exit 0',
+    note('cancel: SIGTERM to the job (process group $pid)'),
+    'kill -TERM -"$pid" 2>/dev/null',
+    'i=0',
+    'while kill -0 -"$pid" 2>/dev/null && [ "$i" -lt "$g" ]; do sleep 1; i=$((i + 1)); done',
+    `if kill -0 -"$pid" 2>/dev/null; then ${note('cancel: SIGKILL to the job after $g s')}; kill -KILL -"$pid" 2>/dev/null; fi`,
+  ].join('\n');
+  return [
+    enterRunDir(runDir, CANCEL_TAG),
+    `if [ -e ${F.jobExit} ]; then echo '${CANCEL_TAG} ended'; exit 0; fi`,
+    `if ! (set -C; : >${F.jobCancelled}) 2>/dev/null; then echo '${CANCEL_TAG} cancelling'; exit 0; fi`,
+    `date +%s >${F.jobCancelled}`,
+    `if [ ! -e ${F.jobStarted} ]; then echo '${CANCEL_TAG} not-started'; exit 0; fi`,
+    `setsid ${shell} -c ${shellQuote(canceller)} runpod-operator-cancel ${graceSeconds} </dev/null >>${F.jobLog} 2>&1 &`,
+    `echo '${CANCEL_TAG} cancelling'`,
+  ].join('\n');
+}
+
+const cancelLineSchema = z.union([
+  z.tuple([z.literal(CANCEL_TAG), z.enum(['cancelling', 'ended', 'not-started'])]).transform(([, outcome]) => ({ outcome })),
+  z.tuple([z.literal(CANCEL_TAG), z.literal('failed'), z.string()]).transform(([, , why]) => ({ outcome: 'failed' as const, reason: why })),
+]);
+export type CancelResult = z.output<typeof cancelLineSchema>;
+
+export function parseCancelOutput(stdout: string): CancelResult {
+  return cancelLineSchema.parse(taggedLine(stdout, CANCEL_TAG).split(' '));
+}
+
+/** Writes the `retrieved` marker (only after a verified retrieval): the watchdog then deletes the pod. */
+export function markRetrievedCommand(options: { runDir?: string } = {}): string {
+  const runDir = runDirSchema.parse(options.runDir);
+  return [enterRunDir(runDir, RETRIEVED_TAG), `: >${F.retrieved} && echo '${RETRIEVED_TAG} ok'`].join('\n');
+}
+
+/** Sets keepPod on the pod (spec.keepPod can change after the create). Prints `runpod-operator-keep <0|1>`. */
+export function setKeepCommand(options: { runDir?: string; keep: boolean }): string {
+  const runDir = runDirSchema.parse(options.runDir);
+  const value = options.keep ? '1' : '0';
+  return [enterRunDir(runDir, KEEP_TAG), `${writeAtomically(F.keep, value)} && echo '${KEEP_TAG} ${value}'`].join('\n');
+}
+
+/** Parses the one-word answer of writeJobEnvCommand, markRetrievedCommand or setKeepCommand. */
+export function parseAck(stdout: string, tag: typeof ENV_TAG | typeof RETRIEVED_TAG | typeof KEEP_TAG): string {
+  const words = taggedLine(stdout, tag).split(' ');
+  if (words[1] === 'failed') throw new Error(`${tag}: ${words.slice(2).join(' ')}`);
+  return words[1] ?? '';
+}
+
+export const stateOptionsSchema = z.strictObject({
+  runDir: runDirSchema,
+  /** Bytes of the end of .pod/job.log to return. */
+  logTailBytes: z.number().int().min(0).max(1024 * 1024).default(4096),
+});
+export type PodStateOptions = z.input<typeof stateOptionsSchema>;
+
+/**
+ * One short command for a poll: the verdicts, the job's state and the end of its log, on one line
+ * `runpod-operator-state v=1 now=… bootstrap=<b64|-> watchdog=<b64|-> job=<none|starting|running|
+ * exited|lost> started=… ended=… exit=… pid=… cancelled=0|1 retrieved=0|1 keep=0|1|- log=<b64|->`
+ * (numbers or `-`; free text in base64). Read-only.
+ */
+export function podStateCommand(options: PodStateOptions = {}): string {
+  const { runDir, logTailBytes } = stateOptionsSchema.parse(options);
+  return [
+    `cd ${shellQuote(runDir)} 2>/dev/null || { echo '${STATE_TAG} v=1 rundir=missing'; exit 0; }`,
+    "b64() { if [ -f \"$1\" ]; then base64 <\"$1\" | tr -d '\\n'; else printf -; fi; }",
+    "num() { v=''; if [ -f \"$1\" ]; then IFS= read -r v <\"$1\"; fi; case $v in '' | *[!0-9]*) printf - ;; *) printf '%s' \"$v\" ;; esac; }",
+    "flag() { if [ -e \"$1\" ]; then printf 1; else printf 0; fi; }",
+    "now=$(date +%s); case $now in '' | *[!0-9]*) now=0 ;; esac",
+    `started=$(num ${F.jobStarted})`,
+    `sup=$(num ${F.jobSupervisor})`,
+    `if [ ! -e ${F.jobStarted} ]; then job=none`,
+    `elif [ -e ${F.jobExit} ]; then job=exited`,
+    `elif [ -e ${F.jobLost} ]; then job=lost`,
+    'elif [ "$sup" != - ] && kill -0 "$sup" 2>/dev/null; then job=running',
+    // Created but no supervisor yet: starting for a minute, then it never ran.
+    `elif [ "$sup" = - ] && { [ "$started" = - ] || [ $((now - started)) -lt 60 ]; }; then job=starting`,
+    // The supervisor may have written the exit code and ended since the first look.
+    `elif [ -e ${F.jobExit} ]; then job=exited`,
+    'else job=lost; fi',
+    "keep=-",
+    `if [ -f ${F.keep} ]; then k=''; IFS= read -r k <${F.keep}; if [ "$k" = 0 ]; then keep=0; else keep=1; fi; fi`,
+    `log=-`,
+    `if [ -f ${F.jobLog} ]; then log=$(tail -c ${logTailBytes} ${F.jobLog} | base64 | tr -d '\\n'); fi`,
+    `echo "${STATE_TAG} v=1 now=$now bootstrap=$(b64 ${F.bootstrapVerdict}) watchdog=$(b64 ${F.watchdogVerdict}) job=$job` +
+      ` started=$started ended=$(num ${F.jobEnded}) exit=$(num ${F.jobExit}) pid=$(num ${F.jobPid})` +
+      ` cancelled=$(flag ${F.jobCancelled}) retrieved=$(flag ${F.retrieved}) keep=$keep log=$log"`,
+  ].join('\n');
+}
+
+/** A verdict file: absent while its step runs, then "ok" or "failed: <reason>". */
+export type Verdict = { status: 'pending' } | { status: 'ok' } | { status: 'failed'; reason: string };
+
+export interface PodState {
+  /** The run directory does not exist (not a pod of ours, or its bootstrap never got that far). */
+  runDirMissing: boolean;
+  /** The pod's clock (unix seconds). */
+  now: number | null;
+  bootstrap: Verdict;
+  watchdog: Verdict;
+  job: {
+    status: 'none' | 'starting' | 'running' | 'exited' | 'lost';
+    startedAt: number | null;
+    endedAt: number | null;
+    exitCode: number | null;
+    pid: number | null;
+    cancelled: boolean;
+  };
+  retrieved: boolean;
+  /** keepPod as last set on the pod; null = never set (the create env decides). */
+  keep: boolean | null;
+  /** The end of the job's log (UTF-8, possibly cut mid-character at its start). */
+  logTail: string;
+}
+
+const base64Field = z.union([z.literal('-').transform(() => null), z.literal('').transform(() => ''), z.base64().transform((text) => Buffer.from(text, 'base64').toString('utf8'))]);
+const numberField = z.union([z.literal('-').transform(() => null), z.string().regex(/^\d{1,15}$/).transform(Number)]);
+const flagField = z.enum(['0', '1']).transform((flag) => flag === '1');
+
+const stateFieldsSchema = z.object({
+  v: z.literal('1'),
+  now: numberField,
+  bootstrap: base64Field,
+  watchdog: base64Field,
+  job: z.enum(['none', 'starting', 'running', 'exited', 'lost']),
+  started: numberField,
+  ended: numberField,
+  exit: numberField,
+  pid: numberField,
+  cancelled: flagField,
+  retrieved: flagField,
+  keep: z.enum(['0', '1', '-']).transform((keep) => (keep === '-' ? null : keep === '1')),
+  log: base64Field,
+});
+
+export function parseVerdict(text: string | null): Verdict {
+  if (text === null) return { status: 'pending' };
+  const line = text.trim();
+  if (line === 'ok') return { status: 'ok' };
+  if (line.startsWith('failed:')) return { status: 'failed', reason: line.slice('failed:'.length).trim() };
+  return { status: 'failed', reason: `unrecognised verdict: ${JSON.stringify(line.slice(0, 200))}` };
+}
+
+/** Parses podStateCommand's line (throws a ZodError on anything else). */
+export function parsePodState(stdout: string): PodState {
+  const line = taggedLine(stdout, STATE_TAG);
+  const fields = Object.fromEntries(
+    line
+      .split(' ')
+      .slice(1)
+      .map((word) => {
+        const at = word.indexOf('=');
+        return at < 0 ? [word, ''] : [word.slice(0, at), word.slice(at + 1)];
+      }),
+  );
+  if (fields.rundir === 'missing') {
+    return {
+      runDirMissing: true,
+      now: null,
+      bootstrap: { status: 'pending' },
+      watchdog: { status: 'pending' },
+      job: { status: 'none', startedAt: null, endedAt: null, exitCode: null, pid: null, cancelled: false },
+      retrieved: false,
+      keep: null,
+      logTail: '',
+    };
+  }
+  const f = stateFieldsSchema.parse(fields);
+  return {
+    runDirMissing: false,
+    now: f.now,
+    bootstrap: parseVerdict(f.bootstrap),
+    watchdog: parseVerdict(f.watchdog),
+    job: { status: f.job, startedAt: f.started, endedAt: f.ended, exitCode: f.exit, pid: f.pid, cancelled: f.cancelled },
+    retrieved: f.retrieved,
+    keep: f.keep,
+    logTail: f.log ?? '',
+  };
+}
+
+/** The last line that starts with the tag (a login shell may print other lines first). */
+function taggedLine(stdout: string, tag: string): string {
+  const lines = stdout.split('\n').map((line) => line.trim());
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const line = lines[i];
+    if (line !== undefined && (line === tag || line.startsWith(`${tag} `))) return line;
+  }
+  throw new Error(`no "${tag}" line in the command's output: ${JSON.stringify(stdout.slice(0, 300))}`);
+}

@@ -1,0 +1,89 @@
+// The on-pod file protocol shared by bootstrap.sh, watchdog.sh, the job commands (job.ts) and the
+// controller, which reads and writes these files over SSH. protocol.md says what each one means and
+// who writes it; the scripts spell the same names (test/pod/protocol.test.ts keeps them in step).
+import { posix } from 'node:path';
+
+/** Where the run lives on the pod unless the create env says otherwise (RUNPOD_OPERATOR_RUN_DIR). */
+export const DEFAULT_RUN_DIR = '/workspace/runpod-operator/run';
+
+/** The pod's state directory, relative to the run directory. */
+export const STATE_DIR = '.pod';
+
+/** Every protocol file, relative to the run directory. */
+export const POD_FILES = {
+  /** "<pod id> <unix time of its first bootstrap>": whose state this is. Written by the bootstrap. */
+  owner: '.pod/pod',
+  /** Bootstrap verdict: "ok" or "failed: <reason>". Absent while the bootstrap runs. */
+  bootstrapVerdict: '.pod/bootstrap',
+  bootstrapLog: '.pod/bootstrap.log',
+  /** Watchdog verdict: "ok" (its key can read its own pod) or "failed: <reason>". Absent while it probes. */
+  watchdogVerdict: '.pod/watchdog',
+  watchdogLog: '.pod/watchdog.log',
+  /** The image's environment (PID 1's, less the secrets) as `export` lines, sourced before the job's. */
+  imageEnv: '.pod/image.env',
+  /** The job's environment as `export` lines (0600), written by the controller before the start. */
+  jobEnv: '.pod/job.env',
+  /** Unix time of the start; created exclusively, so a job starts at most once. */
+  jobStarted: '.pod/job.started',
+  /** Pid of the job's supervisor (records the exit code even when the controller is gone). */
+  jobSupervisor: '.pod/job.supervisor',
+  /** Pid of the job = its session and process group id. */
+  jobPid: '.pod/job.pid',
+  /** Unix time the job ended (written just before job.exit). */
+  jobEnded: '.pod/job.ended',
+  /** The job's exit code (128+N for signal N). Its presence means the job ended. */
+  jobExit: '.pod/job.exit',
+  /** Unix time the bootstrap found the job dead with an earlier container (no exit code exists). */
+  jobLost: '.pod/job.lost',
+  /** Unix time a cancel was asked (also blocks a later start). */
+  jobCancelled: '.pod/job.cancelled',
+  /** The job's stdout and stderr (and the supervisor's and canceller's notes). */
+  jobLog: '.pod/job.log',
+  /** Marker: the controller retrieved and verified the results; the watchdog deletes the pod. */
+  retrieved: '.pod/retrieved',
+  /** keepPod as the controller last set it: "0" = not kept, anything else = kept. Absent: the create env decides. */
+  keep: '.pod/keep',
+} as const;
+
+export type PodFile = keyof typeof POD_FILES;
+
+/** The file's absolute path on the pod. */
+export function podPath(runDir: string, file: PodFile): string {
+  return posix.join(runDir, POD_FILES[file]);
+}
+
+/** The create call's env names. RUNPOD_OPERATOR_BOOT_FAILED is internal (bootstrap → watchdog). */
+export const POD_ENV = {
+  cluster: 'RUNPOD_OPERATOR_CLUSTER',
+  run: 'RUNPOD_OPERATOR_RUN',
+  attempt: 'RUNPOD_OPERATOR_ATTEMPT',
+  apiUrl: 'RUNPOD_OPERATOR_API_URL',
+  deadline: 'RUNPOD_OPERATOR_DEADLINE',
+  maxCostUsd: 'RUNPOD_OPERATOR_MAX_COST_USD',
+  bootGrace: 'RUNPOD_OPERATOR_BOOT_GRACE',
+  retrieveGrace: 'RUNPOD_OPERATOR_RETRIEVE_GRACE',
+  keepPod: 'RUNPOD_OPERATOR_KEEP_POD',
+  runDir: 'RUNPOD_OPERATOR_RUN_DIR',
+  hostKey: 'RUNPOD_OPERATOR_HOST_KEY',
+  authorizedKey: 'RUNPOD_OPERATOR_AUTHORIZED_KEY',
+  watchdogPeriod: 'RUNPOD_OPERATOR_WATCHDOG_PERIOD',
+} as const;
+
+/** Variables Runpod injects into the container (PID 1 only) that the scripts read. */
+export const RUNPOD_ENV = { podId: 'RUNPOD_POD_ID', apiKey: 'RUNPOD_API_KEY' } as const;
+
+/**
+ * What the bootstrap checks the image for (all missing ones are reported at once). The first
+ * seven are the image contract; the rest are what the scripts and the job commands use.
+ */
+export const IMAGE_REQUIREMENTS = [
+  'sh', 'sshd', 'curl', 'sha256sum', 'setsid', 'tar', 'base64',
+  'awk', 'sed', 'grep', 'tr', 'tail', 'cat', 'date', 'sleep', 'mkdir', 'chmod', 'mv', 'rm',
+] as const;
+
+/** Watchdog defaults (seconds) when the env leaves a setting out. */
+export const WATCHDOG_DEFAULTS = { periodSeconds: 10, bootGraceSeconds: 1800, retrieveGraceSeconds: 3600 } as const;
+
+/** Where sshd's pinned host key and configuration live on the pod. */
+export const SSHD_HOST_KEY_PATH = '/etc/ssh/runpod-operator/host_key';
+export const SSHD_CONFIG_PATH = '/etc/ssh/runpod-operator/sshd_config';

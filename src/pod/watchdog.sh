@@ -1,0 +1,394 @@
+#!/bin/sh
+# runpod-operator watchdog: the pod's own guard against billing past its run.
+#
+# POSIX sh (tested under dash and bash --posix). The bootstrap execs it, so it is the container's
+# main process: it must never exit while the pod should live (Runpod restarts a container whose main
+# process ends, and keeps billing). It deletes its own pod with the pod-scoped RUNPOD_API_KEY that
+# Runpod injects, and logs every decision to .pod/watchdog.log and stdout (Runpod's pod logs).
+# The file protocol it shares with the controller is in protocol.md.
+#
+# No set -e: a failing command must not end the guard. Every number is checked before arithmetic,
+# because a bad $(( )) ends a non-interactive shell. No heredocs and no multi-line strings: the
+# renderer strips comments and indentation line by line.
+set -u
+umask 077
+
+RUN_DIR=${RUNPOD_OPERATOR_RUN_DIR:-/workspace/runpod-operator/run}
+POD=$RUN_DIR/.pod
+API=${RUNPOD_OPERATOR_API_URL:-https://api.runpod.io/v2}
+API=${API%/}
+POD_ID=${RUNPOD_POD_ID:-}
+BOOT_FAILED=${RUNPOD_OPERATOR_BOOT_FAILED:-}
+UA=runpod-operator-watchdog/1
+PROBE_TRIES=5
+NL='
+'
+
+is_uint() {
+  case $1 in
+    '' | *[!0-9]*) return 1 ;;
+  esac
+  return 0
+}
+
+is_decimal() {
+  case $1 in
+    '' | .* | *. | *.*.* | *[!0-9.]*) return 1 ;;
+  esac
+  return 0
+}
+
+# A setting in whole seconds; a bad value falls back to the default (and is logged at start).
+uint_or() {
+  if is_uint "$1"; then printf '%s' "$1"; else printf '%s' "$2"; fi
+}
+
+PERIOD=$(uint_or "${RUNPOD_OPERATOR_WATCHDOG_PERIOD:-}" 10)
+[ "$PERIOD" -ge 1 ] 2>/dev/null || PERIOD=10
+BOOT_GRACE=$(uint_or "${RUNPOD_OPERATOR_BOOT_GRACE:-}" 1800)
+RETRIEVE_GRACE=$(uint_or "${RUNPOD_OPERATOR_RETRIEVE_GRACE:-}" 3600)
+DEADLINE=${RUNPOD_OPERATOR_DEADLINE:-}
+MAX_COST=${RUNPOD_OPERATOR_MAX_COST_USD:-}
+KEEP_ENV=${RUNPOD_OPERATOR_KEEP_POD:-0}
+
+LAST_NOW=0
+now() {
+  t=$(date +%s 2>/dev/null)
+  if is_uint "$t"; then LAST_NOW=$t; else LAST_NOW=$((LAST_NOW + PERIOD)); fi
+  NOW=$LAST_NOW
+}
+
+log() {
+  line="$(date -u +%Y-%m-%dT%H:%M:%SZ 2>/dev/null) watchdog: $*"
+  printf '%s\n' "$line"
+  { printf '%s\n' "$line" >>"$POD/watchdog.log"; } 2>/dev/null
+}
+
+# Writes a one-line file atomically (a reader never sees half of it).
+put() {
+  { printf '%s\n' "$2" >"$1.tmp" && mv -f "$1.tmp" "$1"; } 2>/dev/null
+}
+
+# First line of a file if it is a whole number, else nothing.
+read_uint() {
+  v=''
+  if [ -f "$1" ]; then
+    IFS= read -r v <"$1" 2>/dev/null
+  fi
+  if is_uint "$v"; then printf '%s' "$v"; fi
+}
+
+# api METHOD PATH [JSON]: sets API_CODE (000 = no answer), API_RC (curl's exit code) and API_BODY.
+# The key reaches curl only through its config on stdin: never argv, a file or a log line.
+api() {
+  API_CODE=000
+  API_RC=0
+  API_BODY=''
+  # shellcheck disable=SC1003
+  case ${RUNPOD_API_KEY:-} in
+    '' | *'"'* | *'\'* | *"$NL"*)
+      API_RC=-1
+      return 1
+      ;;
+  esac
+  if [ $# -ge 3 ]; then
+    resp=$(printf 'header = "Authorization: Bearer %s"\n' "$RUNPOD_API_KEY" |
+      curl -s --max-time 10 -K - -A "$UA" -X "$1" -H 'Accept: application/json' \
+        -H 'Content-Type: application/json' --data "$3" -w "$NL%{http_code}" "$API$2" 2>/dev/null)
+  else
+    resp=$(printf 'header = "Authorization: Bearer %s"\n' "$RUNPOD_API_KEY" |
+      curl -s --max-time 10 -K - -A "$UA" -X "$1" -H 'Accept: application/json' \
+        -w "$NL%{http_code}" "$API$2" 2>/dev/null)
+  fi
+  API_RC=$?
+  code=${resp##*"$NL"}
+  case $code in
+    [0-9][0-9][0-9]) API_CODE=$code ;;
+  esac
+  API_BODY=${resp%"$NL"*}
+  [ "$API_CODE" != 000 ]
+}
+
+# Why the last call failed, in words (never the key).
+api_failure() {
+  if [ "$API_RC" = -1 ]; then
+    printf 'RUNPOD_API_KEY is missing or malformed'
+  elif [ "$API_CODE" = 000 ]; then
+    printf 'no answer from %s (curl exit %s)' "$API" "$API_RC"
+  else
+    printf 'HTTP %s' "$API_CODE"
+  fi
+}
+
+# A top-level JSON number or string field of the pod (the answer is one object; env values are
+# JSON strings, so their quotes are escaped and cannot fake a field).
+json_number() {
+  printf '%s' "$API_BODY" | tr -d '\n' |
+    sed -n "s/.*\"$1\"[[:space:]]*:[[:space:]]*\\([0-9][0-9.eE+-]*\\).*/\\1/p"
+}
+json_string() {
+  printf '%s' "$API_BODY" | tr -d '\n' |
+    sed -n "s/.*\"$1\"[[:space:]]*:[[:space:]]*\"\\([^\"]*\\)\".*/\\1/p"
+}
+
+# Unix seconds of an ISO 8601 UTC time (2026-03-13T20:00:00.123Z), if this date can read it.
+iso_to_unix() {
+  d=$(printf '%s' "$1" | sed -n 's/^\([0-9][0-9-]*\)[T ]\([0-9][0-9:]*\).*/\1 \2/p')
+  [ -n "$d" ] || return 1
+  u=$(date -u -d "$d" +%s 2>/dev/null)
+  is_uint "$u" && printf '%s' "$u"
+}
+
+COST=''
+CREATED=''
+VERDICT=''
+
+# Proves the pod-scoped key can read its own pod, and learns its hourly cost and creation time.
+probe() {
+  if [ -z "$POD_ID" ]; then
+    VERDICT='failed: RUNPOD_POD_ID is not set'
+    return
+  fi
+  case $POD_ID in
+    *[!A-Za-z0-9_-]*)
+      VERDICT='failed: RUNPOD_POD_ID is malformed'
+      return
+      ;;
+  esac
+  if ! command -v curl >/dev/null 2>&1; then
+    VERDICT='failed: curl is missing'
+    return
+  fi
+  try=1
+  while :; do
+    api GET "/pods/$POD_ID"
+    case $API_CODE in
+      200)
+        if printf '%s' "$API_BODY" | tr -d '\n' | grep -q "\"id\"[[:space:]]*:[[:space:]]*\"$POD_ID\""; then
+          VERDICT=ok
+          COST=$(json_number cost)
+          [ -n "$COST" ] || COST=$(json_number costPerHr)
+          c=$(json_string createdAt)
+          CREATED=$(iso_to_unix "$c")
+        else
+          VERDICT="failed: GET /pods/$POD_ID answered another pod"
+        fi
+        return
+        ;;
+      000 | 408 | 429 | 5??) ;;
+      *)
+        VERDICT="failed: GET /pods/$POD_ID: $(api_failure)"
+        return
+        ;;
+    esac
+    if [ "$try" -ge "$PROBE_TRIES" ]; then
+      VERDICT="failed: GET /pods/$POD_ID: $(api_failure) after $try tries"
+      return
+    fi
+    log "probe: GET /pods/$POD_ID: $(api_failure); trying again in $PERIOD s"
+    try=$((try + 1))
+    sleep "$PERIOD"
+  done
+}
+
+DELETED_AT=''
+
+# DELETE, falling back to the terminate action. 404 counts as done: the pod is gone already.
+delete_pod() {
+  if [ -n "$DELETED_AT" ] && [ $((NOW - DELETED_AT)) -lt 30 ]; then
+    return 0
+  fi
+  log "deleting the pod: $1"
+  if [ -z "$POD_ID" ]; then
+    log 'cannot delete: RUNPOD_POD_ID is not set'
+    return 1
+  fi
+  api DELETE "/pods/$POD_ID"
+  case $API_CODE in
+    200 | 202 | 204 | 404)
+      log "deleted: DELETE /pods/$POD_ID answered $API_CODE"
+      DELETED_AT=$NOW
+      return 0
+      ;;
+  esac
+  log "DELETE /pods/$POD_ID failed: $(api_failure); trying the terminate action"
+  api POST "/pods/$POD_ID/action" '{"action":"terminate"}'
+  case $API_CODE in
+    2?? | 404)
+      log "deleted: terminate answered $API_CODE"
+      DELETED_AT=$NOW
+      return 0
+      ;;
+  esac
+  log "terminate failed: $(api_failure); trying again in $PERIOD s"
+  return 1
+}
+
+# keep: .pod/keep decides when present ("0" = not kept, anything else = kept), else the create env.
+kept() {
+  if [ -f "$POD/keep" ]; then
+    k=''
+    IFS= read -r k <"$POD/keep" 2>/dev/null
+    [ "$k" != 0 ]
+    return
+  fi
+  case $KEEP_ENV in
+    1 | true) return 0 ;;
+  esac
+  return 1
+}
+
+ENDED_SEEN=''
+
+# The job ended: its exit code is recorded, it was lost with a container restart, or its
+# supervisor died without recording one.
+job_ended() {
+  [ -e "$POD/job.exit" ] && return 0
+  [ -e "$POD/job.lost" ] && return 0
+  sup=$(read_uint "$POD/job.supervisor")
+  if [ -z "$sup" ]; then
+    # No supervisor a minute after the start: it never ran.
+    st=$(read_uint "$POD/job.started")
+    [ -n "$st" ] && [ $((NOW - st)) -ge 60 ]
+    return
+  fi
+  [ "$sup" -gt 1 ] && ! kill -0 "$sup" 2>/dev/null
+}
+
+ended_at() {
+  e=$(read_uint "$POD/job.ended")
+  [ -n "$e" ] || e=$(read_uint "$POD/job.lost")
+  [ -n "$e" ] || e=$ENDED_SEEN
+  printf '%s' "$e"
+}
+
+over_cost() {
+  [ -n "$MAX_COST" ] && [ -n "$COST" ] && [ -n "$CREATED" ] || return 1
+  awk -v c="$COST" -v s="$((NOW - CREATED))" -v m="$MAX_COST" 'BEGIN { exit !(c * s / 3600 >= m) }'
+}
+
+spent() {
+  awk -v c="$COST" -v s="$((NOW - CREATED))" 'BEGIN { printf "%.4f", c * s / 3600 }'
+}
+
+# The first reason to delete the pod now, or nothing.
+REASON=''
+decide() {
+  REASON=''
+  if [ -n "$BOOT_FAILED" ]; then
+    REASON="the bootstrap failed: $BOOT_FAILED"
+    return
+  fi
+  # Once seen, a job exists even if a careless job removes .pod/ afterwards.
+  job=$SEEN_JOB
+  [ -e "$POD/job.started" ] && job=1
+  if [ "$job" = 1 ] && kept; then
+    return
+  fi
+  if [ "$DEADLINE_BAD" = 1 ]; then
+    REASON="RUNPOD_OPERATOR_DEADLINE is not a unix time: $DEADLINE"
+    return
+  fi
+  if [ "$COST_BAD" = 1 ]; then
+    REASON="RUNPOD_OPERATOR_MAX_COST_USD is not a decimal amount: $MAX_COST"
+    return
+  fi
+  if [ -n "$DEADLINE" ] && [ "$NOW" -ge "$DEADLINE" ]; then
+    REASON="the deadline passed (deadline $DEADLINE, now $NOW)"
+    return
+  fi
+  if over_cost; then
+    REASON="the cost cap was reached (spent about \$$(spent) at \$$COST/h, cap \$$MAX_COST)"
+    return
+  fi
+  if [ -e "$POD/retrieved" ]; then
+    REASON='the results were retrieved'
+    return
+  fi
+  if [ "$job" = 1 ] && job_ended; then
+    [ -n "$ENDED_SEEN" ] || ENDED_SEEN=$NOW
+    e=$(ended_at)
+    if [ $((NOW - e)) -ge "$RETRIEVE_GRACE" ]; then
+      REASON="the job ended at $e and its results were not retrieved within $RETRIEVE_GRACE s"
+    fi
+    return
+  fi
+  if [ "$job" = 0 ] && [ $((NOW - START)) -ge "$BOOT_GRACE" ]; then
+    REASON="no job started within $BOOT_GRACE s of the watchdog's start"
+  fi
+}
+
+# Logs what changed since the last tick, so the log tells the story without a line per tick.
+SEEN_JOB=0
+SEEN_END=0
+SEEN_KEEP=''
+observe() {
+  if [ "$SEEN_JOB" = 0 ] && [ -e "$POD/job.started" ]; then
+    SEEN_JOB=1
+    log "the job started (at $(read_uint "$POD/job.started"))"
+  fi
+  if [ "$SEEN_JOB" = 1 ] && [ "$SEEN_END" = 0 ] && job_ended; then
+    SEEN_END=1
+    [ -n "$ENDED_SEEN" ] || ENDED_SEEN=$NOW
+    x=$(read_uint "$POD/job.exit")
+    if [ -n "$x" ]; then
+      log "the job ended with exit code $x; the pod is deleted $RETRIEVE_GRACE s after that unless kept or retrieved"
+    else
+      log "the job ended without an exit code (lost); the pod is deleted $RETRIEVE_GRACE s after that unless kept or retrieved"
+    fi
+  fi
+  k=0
+  kept && k=1
+  if [ "$k" != "$SEEN_KEEP" ]; then
+    if [ "$k" = 1 ]; then
+      log 'keepPod: the pod is kept once its job exists (only a failed bootstrap deletes it then)'
+    elif [ -n "$SEEN_KEEP" ]; then
+      log 'keepPod: off; every rule applies again'
+    fi
+    SEEN_KEEP=$k
+  fi
+}
+
+now
+START=$NOW
+DEADLINE_BAD=0
+if [ -n "$DEADLINE" ] && ! is_uint "$DEADLINE"; then DEADLINE_BAD=1; fi
+COST_BAD=0
+if [ -n "$MAX_COST" ] && ! is_decimal "$MAX_COST"; then COST_BAD=1; fi
+{ mkdir -p "$POD"; } 2>/dev/null
+
+log "start: pod ${POD_ID:-?} run_dir=$RUN_DIR deadline=${DEADLINE:-none} max_cost_usd=${MAX_COST:-none} boot_grace=$BOOT_GRACE retrieve_grace=$RETRIEVE_GRACE keep=$KEEP_ENV period=$PERIOD api=$API"
+
+if [ -n "$BOOT_FAILED" ]; then
+  VERDICT="failed: the bootstrap failed: $BOOT_FAILED"
+else
+  probe
+fi
+put "$POD/watchdog" "$VERDICT"
+log "verdict: $VERDICT"
+if [ "$VERDICT" = ok ]; then
+  if [ -z "$CREATED" ] && [ -f "$POD/pod" ]; then
+    # The API's createdAt was unreadable: the first bootstrap of this pod is the next best start.
+    p=''
+    IFS= read -r p <"$POD/pod" 2>/dev/null
+    p=${p##* }
+    is_uint "$p" && CREATED=$p
+  fi
+  if [ -n "$MAX_COST" ]; then
+    if [ -n "$COST" ] && [ -n "$CREATED" ]; then
+      log "cost cap: \$$MAX_COST at \$$COST/h from $CREATED"
+    else
+      log "cost cap: \$$MAX_COST cannot be applied (cost=${COST:-unknown} createdAt=${CREATED:-unreadable})"
+    fi
+  fi
+fi
+
+while :; do
+  now
+  observe
+  decide
+  if [ -n "$REASON" ]; then
+    delete_pod "$REASON"
+  fi
+  sleep "$PERIOD"
+done

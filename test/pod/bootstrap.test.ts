@@ -1,0 +1,108 @@
+// The bootstrap's requirement check, run for real here (no pod): the rendered args under dash and
+// bash --posix, with a PATH of symlinks that lacks some tools. Inside a private mount namespace with
+// tmpfs over /root and /etc/ssh, so that no mistake could touch this machine's SSH setup.
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { IMAGE_REQUIREMENTS } from '../../src/pod/protocol.ts';
+import { renderPodArgs } from '../../src/pod/render.ts';
+import { SHELLS, run, waitFor } from './helpers.ts';
+
+const FAKE_POD_KEY = 'rpo-fake-pod-key-must-never-appear-0123456789';
+const roots: string[] = [];
+
+after(() => {
+  for (const root of roots) rmSync(root, { recursive: true, force: true });
+});
+
+/** A directory of symlinks to every required tool (and the shells) except `lacking`. */
+async function pathWithout(root: string, lacking: string[]): Promise<string> {
+  const bin = join(root, 'bin');
+  mkdirSync(bin);
+  for (const tool of [...IMAGE_REQUIREMENTS, 'dash', 'bash', 'env']) {
+    if (lacking.includes(tool)) continue;
+    const found = await run(['sh', '-c', `command -v ${tool}`]);
+    const target = found.stdout.trim();
+    if (found.code !== 0 || target === '') throw new Error(`this machine lacks ${tool}`);
+    symlinkSync(target, join(bin, tool));
+  }
+  return bin;
+}
+
+/** A loopback port with nothing listening on it. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+for (const shell of SHELLS) {
+  describe(`bootstrap under ${shell}`, () => {
+    for (const lacking of [['setsid'], ['setsid', 'tar', 'base64']]) {
+      test(`reports exactly what the image lacks (${lacking.join(', ')}), then the watchdog deletes the pod at once`, async () => {
+        const root = mkdtempSync(join(tmpdir(), 'rpo-boot-'));
+        roots.push(root);
+        const runDir = join(root, 'run');
+        const bin = await pathWithout(root, lacking);
+        const port = await closedPort();
+        const env = {
+          PATH: bin,
+          HOME: '/root',
+          RUNPOD_POD_ID: 'testpod123',
+          RUNPOD_API_KEY: FAKE_POD_KEY,
+          RUNPOD_OPERATOR_API_URL: `http://127.0.0.1:${port}/v2`,
+          RUNPOD_OPERATOR_RUN_DIR: runDir,
+          RUNPOD_OPERATOR_WATCHDOG_PERIOD: '1',
+          RUNPOD_OPERATOR_DEADLINE: String(Math.floor(Date.now() / 1000) + 3600),
+          RUNPOD_OPERATOR_HOST_KEY: 'not used: the check fails first',
+          RUNPOD_OPERATOR_AUTHORIZED_KEY: 'ssh-ed25519 AAAA not-used',
+        };
+        const isolate = 'mount -t tmpfs tmpfs /root && mount -t tmpfs tmpfs /etc/ssh && exec /usr/bin/env -i "$@"';
+        const child = spawn(
+          'unshare',
+          ['--mount', '--propagation', 'private', '/bin/sh', '-c', isolate, 'isolate',
+            ...Object.entries(env).map(([name, value]) => `${name}=${value}`), '/bin/sh', '-c', renderPodArgs({ shell })],
+          { detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+        );
+        let output = '';
+        child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+        child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+        try {
+          const pod = join(runDir, '.pod');
+          const reason = `the image lacks: ${lacking.join(' ')}`;
+          await waitFor('the bootstrap verdict', () => (existsSync(join(pod, 'bootstrap')) ? true : undefined));
+          assert.equal(readFileSync(join(pod, 'bootstrap'), 'utf8'), `failed: ${reason}\n`);
+          await waitFor('the watchdog verdict', () => (existsSync(join(pod, 'watchdog')) ? true : undefined));
+          assert.equal(readFileSync(join(pod, 'watchdog'), 'utf8'), `failed: the bootstrap failed: ${reason}\n`);
+          // At once (no probe, no grace), and again while the API does not answer: never giving up.
+          const log = await waitFor('two delete attempts', () => {
+            const text = readFileSync(join(pod, 'watchdog.log'), 'utf8');
+            return text.split(`deleting the pod: the bootstrap failed: ${reason}`).length > 2 ? text : undefined;
+          });
+          assert.match(log, /DELETE \/pods\/testpod123 failed: no answer from http:\/\/127\.0\.0\.1:\d+\/v2 \(curl exit 7\); trying the terminate action/);
+          assert.match(log, /terminate failed: no answer/);
+          assert.match(readFileSync(join(pod, 'bootstrap.log'), 'utf8'), new RegExp(`FAILED: ${reason}`));
+          assert.match(output, new RegExp(`watchdog: deleting the pod: the bootstrap failed: ${reason}`), 'the log also goes to stdout');
+          // sshd was never started and nothing was installed.
+          assert.equal(existsSync(join(pod, 'image.env')), false);
+          assert.ok(!output.includes(FAKE_POD_KEY) && !log.includes(FAKE_POD_KEY), 'the pod key is never logged');
+        } finally {
+          if (child.pid !== undefined) {
+            try {
+              process.kill(-child.pid, 'SIGKILL');
+            } catch {
+              // Already gone.
+            }
+          }
+        }
+      });
+    }
+  });
+}

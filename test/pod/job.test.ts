@@ -1,0 +1,258 @@
+// The job commands run here for real (no pod needed): each under dash and bash --posix, in a run
+// directory of their own, with real setsid sessions, signals and files.
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  cancelJobCommand, jobEnvFile, markRetrievedCommand, parseAck, parseCancelOutput, parsePodState, parseStartOutput,
+  podStateCommand, setKeepCommand, startJobCommand, writeJobEnvCommand, type PodState,
+} from '../../src/pod/job.ts';
+import { SHELLS, runShell, waitFor } from './helpers.ts';
+
+const HOSTILE = [
+  'two words',
+  "it's",
+  'a "quoted" word',
+  '$(touch /tmp/rpo-pwned)',
+  '`touch /tmp/rpo-pwned`',
+  '${HOME}',
+  'line one\nline two',
+  'back\\slash',
+  '-n',
+  '',
+  ' leading and trailing ',
+  '*',
+  ';|&<>',
+  'ünïcødé ✓',
+];
+
+const roots: string[] = [];
+
+function runDir(): string {
+  const root = mkdtempSync(join(tmpdir(), 'rpo-job-'));
+  roots.push(root);
+  const dir = join(root, 'run dir with space');
+  mkdirSync(join(dir, '.pod'), { recursive: true });
+  return dir;
+}
+
+after(() => {
+  for (const root of roots) rmSync(root, { recursive: true, force: true });
+});
+
+for (const shell of SHELLS) {
+  describe(`job commands under ${shell}`, () => {
+    const state = async (dir: string): Promise<PodState> => {
+      const result = await runShell(shell, podStateCommand({ runDir: dir, logTailBytes: 4096 }));
+      assert.equal(result.code, 0, result.stderr);
+      return parsePodState(result.stdout);
+    };
+    const ended = (dir: string): Promise<PodState> =>
+      waitFor('the job to end', async () => {
+        const current = await state(dir);
+        return current.job.status === 'exited' ? current : undefined;
+      });
+
+    test('the supervisor records the pid, start, end, exit code 3 and the log, detached from the caller', async () => {
+      const dir = runDir();
+      assert.deepEqual((await state(dir)).job, { status: 'none', startedAt: null, endedAt: null, exitCode: null, pid: null, cancelled: false });
+      const command = ['sh', '-c', 'echo "to stdout in $(pwd)"; echo to stderr >&2; sleep 1; exit 3'];
+      const before = Math.floor(Date.now() / 1000);
+      const started = await runShell(shell, startJobCommand({ runDir: dir, command, shell }));
+      assert.equal(started.code, 0, started.stderr);
+      const start = parseStartOutput(started.stdout);
+      assert.equal(start.outcome, 'started');
+      assert.ok(start.outcome === 'started' && start.startedAt >= before);
+
+      const running = await state(dir);
+      assert.ok(['starting', 'running'].includes(running.job.status), running.job.status);
+      const done = await ended(dir);
+      assert.equal(done.job.exitCode, 3);
+      assert.ok(done.job.startedAt !== null && done.job.endedAt !== null && done.job.endedAt >= done.job.startedAt);
+      assert.ok(done.job.pid !== null && done.job.pid > 1);
+      assert.equal(done.job.cancelled, false);
+      assert.equal(done.logTail, `to stdout in ${dir}\nto stderr\n`);
+      assert.equal(readFileSync(join(dir, '.pod/job.exit'), 'utf8'), '3\n');
+      // The job had its own session: its pid is its process group and session id.
+      const supervisor = Number(readFileSync(join(dir, '.pod/job.supervisor'), 'utf8'));
+      assert.notEqual(supervisor, done.job.pid);
+
+      const again = parseStartOutput((await runShell(shell, startJobCommand({ runDir: dir, command, shell }))).stdout);
+      assert.deepEqual(again, { outcome: 'already-started' });
+    });
+
+    test('hostile arguments and env values reach the job byte for byte; nothing is evaluated', async () => {
+      const dir = runDir();
+      rmSync('/tmp/rpo-pwned', { force: true });
+      const env: [string, string][] = HOSTILE.map((value, i) => [`HOSTILE_${i}`, value]);
+      const wrote = await runShell(shell, writeJobEnvCommand({ runDir: dir }), { stdin: jobEnvFile(env) });
+      assert.equal(parseAck(wrote.stdout, 'runpod-operator-env'), 'ok');
+      assert.equal(statSync(join(dir, '.pod/job.env')).mode & 0o777, 0o600);
+      // The job writes its argv and its env values, NUL-separated, to files.
+      const script = 'for a in "$@"; do printf "%s\\0" "$a"; done > args.out; i=0; while [ $i -lt ' + HOSTILE.length +
+        ' ]; do eval "printf \'%s\\0\' \\"\\$HOSTILE_$i\\""; i=$((i + 1)); done > env.out';
+      const start = await runShell(shell, startJobCommand({ runDir: dir, command: ['sh', '-c', script, 'job', ...HOSTILE], shell }));
+      assert.equal(parseStartOutput(start.stdout).outcome, 'started');
+      const done = await ended(dir);
+      assert.equal(done.job.exitCode, 0, done.logTail);
+      const expected = HOSTILE.map((value) => `${value}\0`).join('');
+      assert.equal(readFileSync(join(dir, 'args.out'), 'utf8'), expected);
+      assert.equal(readFileSync(join(dir, 'env.out'), 'utf8'), expected);
+      assert.equal(existsSync('/tmp/rpo-pwned'), false);
+    });
+
+    test('the image env is read first and the job env wins; the supervisor keeps its own PATH', async () => {
+      const dir = runDir();
+      writeFileSync(join(dir, '.pod/image.env'), "export FROM_IMAGE='image'\nexport BOTH='image'\n");
+      writeFileSync(join(dir, '.pod/job.env'), jobEnvFile({ BOTH: 'job', PATH: '/nonexistent' }));
+      const command = ['/bin/sh', '-c', 'printf "%s %s %s" "$FROM_IMAGE" "$BOTH" "$PATH" > env.out'];
+      assert.equal(parseStartOutput((await runShell(shell, startJobCommand({ runDir: dir, command, shell }))).stdout).outcome, 'started');
+      const done = await ended(dir);
+      assert.equal(done.job.exitCode, 0);
+      assert.equal(readFileSync(join(dir, 'env.out'), 'utf8'), 'image job /nonexistent');
+    });
+
+    test('a command that does not exist exits 127 with its error in the log', async () => {
+      const dir = runDir();
+      await runShell(shell, startJobCommand({ runDir: dir, command: ['no-such-command-rpo'], shell }));
+      const done = await ended(dir);
+      assert.equal(done.job.exitCode, 127);
+      assert.match(done.logTail, /no-such-command-rpo/);
+    });
+
+    test('cancel: SIGTERM to the job process group (its children too), exit 143 recorded', async () => {
+      const dir = runDir();
+      const command = ['sh', '-c', 'sleep 300 & echo child $! > child.pid; wait'];
+      await runShell(shell, startJobCommand({ runDir: dir, command, shell }));
+      await waitFor('the job to run', async () => ((await state(dir)).job.status === 'running' && existsSync(join(dir, 'child.pid')) ? true : undefined));
+      const child = Number(readFileSync(join(dir, 'child.pid'), 'utf8').split(' ')[1]);
+      const cancelled = await runShell(shell, cancelJobCommand({ runDir: dir, graceSeconds: 10, shell }));
+      assert.deepEqual(parseCancelOutput(cancelled.stdout), { outcome: 'cancelling' });
+      assert.deepEqual(parseCancelOutput((await runShell(shell, cancelJobCommand({ runDir: dir, shell }))).stdout), { outcome: 'cancelling' });
+      const done = await ended(dir);
+      assert.equal(done.job.exitCode, 143);
+      assert.equal(done.job.cancelled, true);
+      await waitFor('the child to go', () => (isAlive(child) ? undefined : true));
+      assert.match(done.logTail, /SIGTERM to the job/);
+      assert.deepEqual(parseCancelOutput((await runShell(shell, cancelJobCommand({ runDir: dir, shell }))).stdout), { outcome: 'ended' });
+    });
+
+    test('cancel: a job that ignores SIGTERM gets SIGKILL after the grace (exit 137)', async () => {
+      const dir = runDir();
+      const command = ['sh', '-c', "trap '' TERM; echo ready > ready; while :; do sleep 1; done"];
+      await runShell(shell, startJobCommand({ runDir: dir, command, shell }));
+      await waitFor('the job to run', () => (existsSync(join(dir, 'ready')) ? true : undefined));
+      parseCancelOutput((await runShell(shell, cancelJobCommand({ runDir: dir, graceSeconds: 1, shell }))).stdout);
+      const done = await ended(dir);
+      assert.equal(done.job.exitCode, 137);
+      assert.match(done.logTail, /SIGKILL to the job after 1 s/);
+    });
+
+    test('cancel before the start: nothing to stop, and the start is refused afterwards', async () => {
+      const dir = runDir();
+      assert.deepEqual(parseCancelOutput((await runShell(shell, cancelJobCommand({ runDir: dir, shell }))).stdout), { outcome: 'not-started' });
+      const start = await runShell(shell, startJobCommand({ runDir: dir, command: ['true'], shell }));
+      assert.deepEqual(parseStartOutput(start.stdout), { outcome: 'cancelled' });
+      assert.equal((await state(dir)).job.status, 'none');
+    });
+
+    test('retrieved and keep markers; a missing run directory is reported, not an error', async () => {
+      const dir = runDir();
+      assert.equal(parseAck((await runShell(shell, markRetrievedCommand({ runDir: dir }))).stdout, 'runpod-operator-retrieved'), 'ok');
+      assert.equal(parseAck((await runShell(shell, setKeepCommand({ runDir: dir, keep: true }))).stdout, 'runpod-operator-keep'), '1');
+      let current = await state(dir);
+      assert.equal(current.retrieved, true);
+      assert.equal(current.keep, true);
+      assert.equal(parseAck((await runShell(shell, setKeepCommand({ runDir: dir, keep: false }))).stdout, 'runpod-operator-keep'), '0');
+      current = await state(dir);
+      assert.equal(current.keep, false);
+      assert.equal(readFileSync(join(dir, '.pod/keep'), 'utf8'), '0\n');
+
+      const missing = join(dir, 'nope');
+      assert.equal(parsePodState((await runShell(shell, podStateCommand({ runDir: missing }))).stdout).runDirMissing, true);
+      const start = await runShell(shell, startJobCommand({ runDir: missing, command: ['true'], shell }));
+      assert.equal(start.code, 1);
+      assert.deepEqual(parseStartOutput(start.stdout), { outcome: 'failed', reason: 'no-run-directory' });
+      const mark = await runShell(shell, markRetrievedCommand({ runDir: missing }));
+      assert.throws(() => parseAck(mark.stdout, 'runpod-operator-retrieved'), /no-run-directory/);
+    });
+
+    test('verdicts and a lost job read from the files', async () => {
+      const dir = runDir();
+      writeFileSync(join(dir, '.pod/bootstrap'), 'ok\n');
+      writeFileSync(join(dir, '.pod/watchdog'), 'failed: GET /pods/x: HTTP 401\n');
+      writeFileSync(join(dir, '.pod/job.started'), '1700000000\n');
+      writeFileSync(join(dir, '.pod/job.lost'), '1700000100\n');
+      const current = await state(dir);
+      assert.deepEqual(current.bootstrap, { status: 'ok' });
+      assert.deepEqual(current.watchdog, { status: 'failed', reason: 'GET /pods/x: HTTP 401' });
+      assert.equal(current.job.status, 'lost');
+      assert.equal(current.job.startedAt, 1700000000);
+      assert.equal(current.logTail, '');
+      // A supervisor that died without an exit code, long after the start: lost too.
+      rmSync(join(dir, '.pod/job.lost'));
+      writeFileSync(join(dir, '.pod/job.supervisor'), '999999999\n');
+      assert.equal((await state(dir)).job.status, 'lost');
+      chmodSync(join(dir, '.pod'), 0o700);
+    });
+  });
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    return !/^State:\s+Z/m.test(status);
+  } catch {
+    return false;
+  }
+}
+
+describe('state and output parsing', () => {
+  test('a state line parses into typed fields; junk before it is ignored', () => {
+    const b64 = (text: string): string => Buffer.from(text).toString('base64');
+    const line = `runpod-operator-state v=1 now=1700000500 bootstrap=${b64('ok\n')} watchdog=- job=exited started=1700000000 ended=1700000400 exit=3 pid=42 cancelled=0 retrieved=1 keep=- log=${b64('last line\n')}`;
+    assert.deepEqual(parsePodState(`Welcome!\n${line}\n`), {
+      runDirMissing: false,
+      now: 1700000500,
+      bootstrap: { status: 'ok' },
+      watchdog: { status: 'pending' },
+      job: { status: 'exited', startedAt: 1700000000, endedAt: 1700000400, exitCode: 3, pid: 42, cancelled: false },
+      retrieved: true,
+      keep: null,
+      logTail: 'last line\n',
+    });
+  });
+
+  test('malformed state lines are refused', () => {
+    assert.throws(() => parsePodState('nothing here'), /no "runpod-operator-state" line/);
+    assert.throws(() => parsePodState('runpod-operator-state v=2 now=1'));
+    const good = 'runpod-operator-state v=1 now=1 bootstrap=- watchdog=- job=none started=- ended=- exit=- pid=- cancelled=0 retrieved=0 keep=- log=-';
+    assert.doesNotThrow(() => parsePodState(good));
+    assert.throws(() => parsePodState(good.replace('job=none', 'job=dancing')));
+    assert.throws(() => parsePodState(good.replace('exit=-', 'exit=x1')));
+    assert.throws(() => parsePodState(good.replace('log=-', 'log=%%%')));
+    assert.throws(() => parsePodState(good.replace(' retrieved=0', '')));
+  });
+
+  test('start and cancel answers', () => {
+    assert.deepEqual(parseStartOutput('runpod-operator-start started 1700000000\n'), { outcome: 'started', startedAt: 1700000000 });
+    assert.deepEqual(parseStartOutput('runpod-operator-start failed no-run-directory'), { outcome: 'failed', reason: 'no-run-directory' });
+    assert.throws(() => parseStartOutput('runpod-operator-start started soon'));
+    assert.deepEqual(parseCancelOutput('x\nrunpod-operator-cancel not-started\n'), { outcome: 'not-started' });
+    assert.throws(() => parseCancelOutput('runpod-operator-cancel maybe'));
+  });
+
+  test('commands refuse what they cannot quote safely', () => {
+    assert.throws(() => startJobCommand({ runDir: '/work/../etc', command: ['true'] }));
+    assert.throws(() => startJobCommand({ runDir: 'relative', command: ['true'] }));
+    assert.throws(() => startJobCommand({ runDir: '/two\nlines', command: ['true'] }));
+    assert.throws(() => startJobCommand({ command: [] }));
+    assert.throws(() => startJobCommand({ command: ['a\0b'] }));
+    assert.throws(() => startJobCommand({ command: ['true'], shell: 'zsh' as never }));
+    assert.throws(() => jobEnvFile({ 'NOT-A-NAME': 'x' }));
+    assert.throws(() => jobEnvFile({ A: 'nul\0byte' }));
+    assert.equal(jobEnvFile([['A', "it's"], ['B', '']]), "export A='it'\\''s'\nexport B=''\n");
+  });
+});

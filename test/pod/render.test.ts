@@ -1,0 +1,150 @@
+// The create call's args and env, and the protocol's names kept in step with the scripts and the doc.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { IMAGE_REQUIREMENTS, POD_ENV, POD_FILES, podPath } from '../../src/pod/protocol.ts';
+import { BOOTSTRAP_SCRIPT, WATCHDOG_SCRIPT, minifyScript, renderPodArgs, renderPodEnv, type PodEnvInput } from '../../src/pod/render.ts';
+import { SHELLS, run } from './helpers.ts';
+
+const source = (name: string): string => readFileSync(new URL(`../../src/pod/${name}`, import.meta.url), 'utf8');
+
+const HOST_KEY = '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n-----END OPENSSH PRIVATE KEY-----\n';
+const CLIENT_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBt2n1Zs0aCVm+vZg0nUbdJ6rSY5C6qA2kJq8Y0mC7h5 rpo-client';
+
+function input(overrides: Record<string, unknown> = {}): PodEnvInput {
+  return {
+    clusterId: '5f0c1a2b-0000-4000-8000-000000000001',
+    runUid: '9d3c2b1a-0000-4000-8000-000000000002',
+    attempt: 2,
+    apiUrl: 'https://api.runpod.io/v2',
+    deadline: 1800000000,
+    bootGraceSeconds: 1800,
+    retrieveGraceSeconds: 3600,
+    keepPod: false,
+    hostPrivateKey: HOST_KEY,
+    authorizedKey: `${CLIENT_KEY}\n`,
+    ...overrides,
+  };
+}
+
+describe('renderPodEnv', () => {
+  test('every marker and limit, the host key base64-encoded, nothing else', () => {
+    const env = renderPodEnv(input({ maxCostUsd: '25.00', watchdogPeriodSeconds: 5 }));
+    assert.deepEqual(env, {
+      RUNPOD_OPERATOR_CLUSTER: '5f0c1a2b-0000-4000-8000-000000000001',
+      RUNPOD_OPERATOR_RUN: '9d3c2b1a-0000-4000-8000-000000000002',
+      RUNPOD_OPERATOR_ATTEMPT: '2',
+      RUNPOD_OPERATOR_API_URL: 'https://api.runpod.io/v2',
+      RUNPOD_OPERATOR_DEADLINE: '1800000000',
+      RUNPOD_OPERATOR_MAX_COST_USD: '25.00',
+      RUNPOD_OPERATOR_BOOT_GRACE: '1800',
+      RUNPOD_OPERATOR_RETRIEVE_GRACE: '3600',
+      RUNPOD_OPERATOR_KEEP_POD: '0',
+      RUNPOD_OPERATOR_RUN_DIR: '/workspace/runpod-operator/run',
+      RUNPOD_OPERATOR_HOST_KEY: Buffer.from(HOST_KEY).toString('base64'),
+      RUNPOD_OPERATOR_AUTHORIZED_KEY: CLIENT_KEY,
+      RUNPOD_OPERATOR_WATCHDOG_PERIOD: '5',
+    });
+    assert.deepEqual(Object.keys(env).sort(), Object.values(POD_ENV).sort());
+  });
+
+  test('optional settings are left out; a Date deadline becomes unix seconds; keepPod is 1', () => {
+    const env = renderPodEnv(input({ deadline: new Date('2027-01-01T00:00:00.900Z'), keepPod: true, runDir: '/workspace/data/runs/abc' }));
+    assert.equal(env.RUNPOD_OPERATOR_DEADLINE, '1798761600');
+    assert.equal(env.RUNPOD_OPERATOR_KEEP_POD, '1');
+    assert.equal(env.RUNPOD_OPERATOR_RUN_DIR, '/workspace/data/runs/abc');
+    assert.equal('RUNPOD_OPERATOR_MAX_COST_USD' in env, false);
+    assert.equal('RUNPOD_OPERATOR_WATCHDOG_PERIOD' in env, false);
+  });
+
+  test('no API key, no job secret, nothing unknown gets in; bad values are refused by name', () => {
+    const bad: [string, Record<string, unknown>][] = [
+      ['apiKey', { apiKey: 'rpa_ACCOUNTKEY' }],
+      ['env', { env: { HF_TOKEN: 'secret' } }],
+      ['apiUrl', { apiUrl: 'ftp://api.runpod.io/v2' }],
+      ['apiUrl', { apiUrl: 'not a url' }],
+      ['deadline', { deadline: -5 }],
+      ['deadline', { deadline: 1.5 }],
+      ['maxCostUsd', { maxCostUsd: 'ten dollars' }],
+      ['maxCostUsd', { maxCostUsd: '1e3' }],
+      ['bootGraceSeconds', { bootGraceSeconds: 0 }],
+      ['retrieveGraceSeconds', { retrieveGraceSeconds: -1 }],
+      ['watchdogPeriodSeconds', { watchdogPeriodSeconds: 0 }],
+      ['attempt', { attempt: 0 }],
+      ['clusterId', { clusterId: 'has space' }],
+      ['runUid', { runUid: '' }],
+      ['runDir', { runDir: 'relative/dir' }],
+      ['runDir', { runDir: '/workspace/../etc' }],
+      ['hostPrivateKey', { hostPrivateKey: 'ssh-ed25519 AAAA public-not-private' }],
+      ['authorizedKey', { authorizedKey: `command="rm -rf /" ${CLIENT_KEY}` }],
+      ['authorizedKey', { authorizedKey: `${CLIENT_KEY}\n${CLIENT_KEY}` }],
+      ['authorizedKey', { authorizedKey: 'not a key' }],
+    ];
+    for (const [field, overrides] of bad) {
+      assert.throws(() => renderPodEnv(input(overrides)), (error: Error) => error.message.includes(field), `${field}: ${JSON.stringify(overrides)}`);
+    }
+    assert.equal(renderPodEnv(input({ maxCostUsd: 2.5 })).RUNPOD_OPERATOR_MAX_COST_USD, '2.5');
+  });
+});
+
+describe('renderPodArgs', () => {
+  for (const shell of ['sh', ...SHELLS] as const) {
+    test(`sh -c "<args>" hands ${shell} the two scripts byte for byte`, async () => {
+      const args = renderPodArgs({ shell });
+      const prefix = `exec ${shell} -c `;
+      assert.ok(args.startsWith(prefix));
+      // Same words, printed instead of exec'd: the quoting is exact.
+      const printed = await run(['sh', '-c', `printf '%s\\0' ${args.slice(prefix.length)}`]);
+      assert.equal(printed.code, 0, printed.stderr);
+      assert.deepEqual(printed.stdout.split('\0'), [BOOTSTRAP_SCRIPT, 'runpod-operator-bootstrap', shell, WATCHDOG_SCRIPT, '']);
+      assert.ok(args.length < 32 * 1024, `args are ${args.length} bytes`);
+    });
+  }
+
+  test('an unknown shell is refused', () => {
+    assert.throws(() => renderPodArgs({ shell: 'zsh' as never }));
+  });
+});
+
+describe('the scripts', () => {
+  for (const shell of SHELLS) {
+    test(`parse under ${shell}, as written and as shipped`, async () => {
+      for (const text of [source('bootstrap.sh'), source('watchdog.sh'), BOOTSTRAP_SCRIPT, WATCHDOG_SCRIPT]) {
+        const checked = await run([...shell.split(' '), '-n', '-c', text]);
+        assert.equal(checked.code, 0, checked.stderr);
+      }
+    });
+  }
+
+  test('have no heredoc and no line the minifier could change the meaning of', () => {
+    for (const name of ['bootstrap.sh', 'watchdog.sh']) {
+      const text = source(name);
+      assert.doesNotMatch(text, /<</, `${name} has a heredoc`);
+      // A line inside a multi-line string must not start with # (the minifier drops such lines).
+      assert.equal(minifyScript(text).split('\n').some((line) => line.startsWith('#')), false);
+    }
+    assert.equal(minifyScript('  # comment\n\n  echo  a\n\t fi\n'), 'echo  a\nfi');
+  });
+
+  test('the bootstrap checks exactly IMAGE_REQUIREMENTS', () => {
+    const listed = /^REQUIRED='([^']*)'$/m.exec(source('bootstrap.sh'))?.[1]?.split(' ');
+    assert.deepEqual(listed, [...IMAGE_REQUIREMENTS]);
+  });
+
+  test('every protocol file is named in the doc, and every .pod name the scripts use is a protocol file', () => {
+    const doc = source('protocol.md');
+    const names = new Set<string>(Object.values(POD_FILES));
+    for (const file of names) assert.ok(doc.includes(`\`${file}\``), `${file} is documented`);
+    const used = new Set<string>();
+    for (const text of [source('bootstrap.sh'), source('watchdog.sh'), source('job.ts')]) {
+      for (const match of text.matchAll(/(?:\$POD\/|\.pod\/|F\.)([A-Za-z.]+)/g)) used.add(match[1] ?? '');
+    }
+    const known = new Set([...names].map((file) => file.slice('.pod/'.length)).concat(Object.keys(POD_FILES)));
+    for (const name of used) {
+      const base = name.replace(/\.+$/, '').replace(/\.tmp$/, '');
+      assert.ok(known.has(base), `${name} is a protocol file`);
+    }
+    for (const name of Object.values(POD_ENV)) assert.ok(doc.includes(`\`${name}\``), `${name} is documented`);
+    assert.equal(podPath('/w/run', 'jobExit'), '/w/run/.pod/job.exit');
+  });
+});
