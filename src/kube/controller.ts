@@ -1,0 +1,153 @@
+// Runs N workers over a WorkQueue, calling a level-based reconcile(key). The four outcomes follow
+// controller-runtime's reconcileHandler: error -> rate-limited retry (a conflict quietly), terminal
+// error -> logged and dropped, requeueAfter -> forget + addAfter, success -> forget.
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '../log.ts';
+import { describeError, isConflict, TerminalError } from './errors.ts';
+import { WorkQueue } from './queue.ts';
+import { splitKey } from './keys.ts';
+
+export { TerminalError };
+
+export interface ReconcileResult {
+  /** Reconcile this key again after this long (e.g. to poll something that sends no events). */
+  requeueAfterMs?: number;
+}
+
+export interface ReconcileContext {
+  reconcileId: string;
+  /** Carries the key (and namespace/name when the key has that shape) and the reconcile id. */
+  log: Logger;
+  /** Aborted when the controller is stopped with `{ abort: true }` (e.g. leadership lost). */
+  signal: AbortSignal;
+}
+
+export type Reconciler = (key: string, ctx: ReconcileContext) => Promise<ReconcileResult | undefined | void>;
+
+export interface ControllerOptions {
+  name: string;
+  reconcile: Reconciler;
+  log: Logger;
+  maxConcurrentReconciles?: number;
+  queue?: WorkQueue;
+}
+
+export type ReconcileOutcome = 'success' | 'requeue_after' | 'error' | 'conflict' | 'terminal_error';
+
+export interface ControllerStats {
+  reconciles: Record<ReconcileOutcome, number>;
+  activeWorkers: number;
+  queueLength: number;
+  delayed: number;
+}
+
+export class Controller {
+  readonly name: string;
+  readonly queue: WorkQueue;
+  readonly #reconcile: Reconciler;
+  readonly #log: Logger;
+  readonly #workers: number;
+  readonly #abort = new AbortController();
+  #running: Promise<void>[] = [];
+  #started = false;
+  #stopping = false;
+  #active = 0;
+  readonly #counts: Record<ReconcileOutcome, number> = { success: 0, requeue_after: 0, error: 0, conflict: 0, terminal_error: 0 };
+
+  constructor(opts: ControllerOptions) {
+    const workers = opts.maxConcurrentReconciles ?? 1;
+    if (!Number.isInteger(workers) || workers < 1) throw new RangeError('maxConcurrentReconciles must be a positive integer');
+    this.name = opts.name;
+    this.#reconcile = opts.reconcile;
+    this.#log = opts.log.child({ controller: opts.name });
+    this.#workers = workers;
+    this.queue = opts.queue ?? new WorkQueue();
+  }
+
+  /** Queues `key` for reconciliation (de-duplicated). */
+  enqueue(key: string): void {
+    this.queue.add(key);
+  }
+
+  start(): void {
+    if (this.#started) throw new Error(`controller ${this.name} already started`);
+    this.#started = true;
+    for (let i = 0; i < this.#workers; i++) this.#running.push(this.#worker());
+    this.#log.info({ workers: this.#workers }, 'controller started');
+  }
+
+  /**
+   * Stops taking keys and waits for in-flight reconciles. `abort: true` also aborts their signal
+   * (leadership lost: they must not go on writing as if we were still the leader).
+   */
+  async stop(opts: { abort?: boolean } = {}): Promise<void> {
+    this.#stopping = true;
+    if (opts.abort) this.#abort.abort(new Error(`controller ${this.name} stopped`));
+    this.queue.shutDown();
+    await Promise.all(this.#running);
+    this.#running = [];
+    this.#log.info('controller stopped');
+  }
+
+  stats(): ControllerStats {
+    return {
+      reconciles: { ...this.#counts },
+      activeWorkers: this.#active,
+      queueLength: this.queue.len(),
+      delayed: this.queue.delayedLen(),
+    };
+  }
+
+  async #worker(): Promise<void> {
+    for (;;) {
+      const key = await this.queue.get();
+      if (key === undefined) return;
+      if (this.#stopping) {
+        this.queue.done(key);
+        return;
+      }
+      this.#active += 1;
+      try {
+        await this.#process(key);
+      } finally {
+        this.#active -= 1;
+        this.queue.done(key);
+      }
+    }
+  }
+
+  async #process(key: string): Promise<void> {
+    const reconcileId = randomUUID();
+    const [namespace, name] = splitKey(key);
+    const log = this.#log.child(namespace ? { namespace, name, reconcileId } : { key, reconcileId });
+    const started = performance.now();
+    let outcome: ReconcileOutcome;
+    try {
+      const result = await this.#reconcile(key, { reconcileId, log, signal: this.#abort.signal });
+      const after = result?.requeueAfterMs;
+      this.queue.forget(key);
+      if (after !== undefined && after > 0) {
+        this.queue.addAfter(key, after);
+        outcome = 'requeue_after';
+      } else {
+        outcome = 'success';
+      }
+    } catch (err) {
+      if (err instanceof TerminalError) {
+        this.queue.forget(key);
+        outcome = 'terminal_error';
+        log.error({ err: describeError(err) }, 'reconcile failed terminally; not retrying');
+      } else if (isConflict(err)) {
+        this.queue.addRateLimited(key);
+        outcome = 'conflict';
+        log.debug({ err: describeError(err) }, 'conflict; requeued');
+      } else {
+        this.queue.addRateLimited(key);
+        outcome = 'error';
+        log.error({ err: describeError(err), requeues: this.queue.numRequeues(key) }, 'reconcile failed; retrying with backoff');
+      }
+    }
+    this.#counts[outcome] += 1;
+    log.debug({ outcome, ms: Math.round(performance.now() - started) }, 'reconciled');
+  }
+}

@@ -1,0 +1,268 @@
+// Leader election on a coordination.k8s.io/v1 Lease with client-go's semantics
+// (tools/leaderelection): candidates retry every RetryPeriod (jittered); the leader renews every
+// RetryPeriod and gives up if no renewal succeeded within RenewDeadline; someone else's lease counts
+// as live for LeaseDuration after WE last saw it change (see leader-record.ts). A graceful stop
+// releases the lease (client-go's ReleaseOnCancel) so the next candidate takes over at once.
+import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
+import type { Logger } from '../log.ts';
+import { realClock, sleep, type Clock } from './clock.ts';
+import { describeError, isNotFound } from './errors.ts';
+import { decide, jitterFactor, released, sameRecord, validateTimings, type LeaderRecord } from './leader-record.ts';
+import { requestOptions } from './request-options.ts';
+
+export interface LeaderElectorOptions {
+  kubeConfig: KubeConfig;
+  logger: Logger;
+  namespace: string;
+  name: string;
+  /** Unique per process (e.g. pod name + pid). */
+  identity: string;
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
+  /** Hand the lease back on stop() (default true). */
+  releaseOnCancel?: boolean;
+  /**
+   * Starts the leader's work; the signal aborts when leadership ends. Leadership lasts until stop() or
+   * loss, whatever this returns; a returned promise makes stop() wait for it (renewing) before the release.
+   */
+  onStartedLeading: (signal: AbortSignal) => void | Promise<void>;
+  /** Leadership was LOST (not renewed in time, or taken). Not called after a graceful stop(). */
+  onStoppedLeading?: () => void;
+  /** The observed holder changed (including to us). */
+  onNewLeader?: (identity: string) => void;
+  clock?: Clock;
+  random?: () => number;
+}
+
+type Outcome = 'lost' | 'stopped';
+
+/** Times in a Lease must be MicroTime (6 fractional digits); a plain Date is rejected by the API server. */
+function microNow(): string {
+  return new V1MicroTime().toISOString();
+}
+
+/** On read, client-node leaves MicroTime fields as strings although its types say V1MicroTime. */
+function timeString(value: unknown): string | undefined {
+  if (value instanceof Date) return value.toISOString();
+  return typeof value === 'string' ? value : undefined;
+}
+
+function recordOf(lease: V1Lease): LeaderRecord {
+  const spec = lease.spec ?? {};
+  return {
+    holderIdentity: spec.holderIdentity ?? '',
+    leaseDurationSeconds: spec.leaseDurationSeconds ?? 0,
+    acquireTime: timeString(spec.acquireTime),
+    renewTime: timeString(spec.renewTime),
+    leaseTransitions: spec.leaseTransitions ?? 0,
+  };
+}
+
+function specOf(record: LeaderRecord): NonNullable<V1Lease['spec']> {
+  const micro = (s: string | undefined): V1MicroTime | undefined => (s === undefined ? undefined : toMicroTime(s));
+  return {
+    holderIdentity: record.holderIdentity,
+    leaseDurationSeconds: record.leaseDurationSeconds,
+    acquireTime: micro(record.acquireTime),
+    renewTime: micro(record.renewTime),
+    leaseTransitions: record.leaseTransitions,
+  };
+}
+
+/** A V1MicroTime that serialises back to exactly `s` (keeps microseconds the server gave us). */
+function toMicroTime(s: string): V1MicroTime {
+  const t = new V1MicroTime(s);
+  t.toISOString = () => s;
+  return t;
+}
+
+export class LeaderElector {
+  readonly #opts: LeaderElectorOptions;
+  readonly #api: CoordinationV1Api;
+  readonly #log: Logger;
+  readonly #clock: Clock;
+  readonly #random: () => number;
+  readonly #leaseDurationMs: number;
+  readonly #renewDeadlineMs: number;
+  readonly #retryPeriodMs: number;
+  readonly #stop = new AbortController();
+  #observed: LeaderRecord | undefined;
+  #observedAt = 0;
+  #lease: V1Lease | undefined;
+  #leading = false;
+  #running: Promise<void> | undefined;
+
+  constructor(opts: LeaderElectorOptions) {
+    this.#opts = opts;
+    this.#leaseDurationMs = opts.leaseDurationMs ?? 15_000;
+    this.#renewDeadlineMs = opts.renewDeadlineMs ?? 10_000;
+    this.#retryPeriodMs = opts.retryPeriodMs ?? 2_000;
+    validateTimings({ leaseDurationMs: this.#leaseDurationMs, renewDeadlineMs: this.#renewDeadlineMs, retryPeriodMs: this.#retryPeriodMs });
+    this.#api = opts.kubeConfig.makeApiClient(CoordinationV1Api);
+    this.#log = opts.logger.child({ lease: `${opts.namespace}/${opts.name}`, identity: opts.identity });
+    this.#clock = opts.clock ?? realClock;
+    this.#random = opts.random ?? Math.random;
+  }
+
+  /** Campaigns in the background until stop() or until leadership is lost (then it does not campaign again). */
+  start(): void {
+    if (this.#running) throw new Error('leader elector already started');
+    this.#running = this.#run().catch((err: unknown) => {
+      this.#log.error({ err: describeError(err) }, 'leader election failed');
+    });
+  }
+
+  /** Stops campaigning; if leading, ends the work (awaiting it), then releases the lease. */
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    await this.#running;
+  }
+
+  isLeader(): boolean {
+    return this.#leading;
+  }
+
+  /** The holder we last observed ('' when the lease is free, undefined before the first read). */
+  leader(): string | undefined {
+    return this.#observed?.holderIdentity;
+  }
+
+  async #run(): Promise<void> {
+    if (!(await this.#acquire())) return;
+    if (this.#stop.signal.aborted) {
+      // Acquired by a request that was in flight when stop() came: hand it straight back.
+      if (this.#opts.releaseOnCancel ?? true) await this.#release();
+      return;
+    }
+    this.#leading = true;
+    this.#log.info('became leader');
+    const lead = new AbortController();
+    const work = Promise.resolve()
+      .then(() => this.#opts.onStartedLeading(lead.signal))
+      .catch((err: unknown) => this.#log.error({ err: describeError(err) }, 'leader work failed'));
+    const onStop = (): void => lead.abort(new Error('leader elector stopped'));
+    this.#stop.signal.addEventListener('abort', onStop, { once: true });
+
+    // Leadership is kept until stop() (or loss); the work's promise only holds the release back
+    // until the work has wound down, and the lease is renewed meanwhile.
+    const stopRequested = new Promise<void>((resolve) => {
+      if (this.#stop.signal.aborted) resolve();
+      else this.#stop.signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+    let workDone = false;
+    const settled = Promise.all([stopRequested, work]).then(() => {
+      workDone = true;
+    });
+    const outcome = await this.#renewUntil(() => workDone, settled);
+    this.#stop.signal.removeEventListener('abort', onStop);
+    lead.abort(new Error(outcome === 'lost' ? 'leadership lost' : 'leader elector stopped'));
+    this.#leading = false;
+    if (outcome === 'lost') {
+      this.#log.error('leadership lost');
+      this.#opts.onStoppedLeading?.();
+      return;
+    }
+    if (this.#opts.releaseOnCancel ?? true) await this.#release();
+    this.#log.info('stopped leading');
+  }
+
+  /** Tries every RetryPeriod (x up to 2.2 with jitter) until we hold the lease; false if stopped first. */
+  async #acquire(): Promise<boolean> {
+    const stopped = this.#stop.signal;
+    this.#log.info('campaigning for the leader lease');
+    while (!stopped.aborted) {
+      if (await this.#tryAcquireOrRenew(this.#renewDeadlineMs)) return true;
+      await sleep(this.#clock, this.#retryPeriodMs * (1 + jitterFactor * this.#random()), stopped);
+    }
+    return false;
+  }
+
+  /** Renews every RetryPeriod; each renewal may retry until RenewDeadline. Ends when lost, or once stopped and the work is done. */
+  async #renewUntil(workDone: () => boolean, settled: Promise<void>): Promise<Outcome> {
+    for (;;) {
+      const deadline = this.#clock.now() + this.#renewDeadlineMs;
+      let renewed = false;
+      while (!renewed) {
+        const left = deadline - this.#clock.now();
+        if (left <= 0) break;
+        renewed = await this.#tryAcquireOrRenew(left);
+        if (!renewed) await sleep(this.#clock, Math.min(this.#retryPeriodMs, Math.max(0, deadline - this.#clock.now())));
+      }
+      if (!renewed) return 'lost';
+      if (workDone()) return 'stopped';
+      // Sleep until the next renewal, waking early if the work ends (a stop() in progress).
+      const wake = new AbortController();
+      void settled.then(() => wake.abort());
+      await sleep(this.#clock, this.#retryPeriodMs, wake.signal);
+      wake.abort();
+      if (workDone()) return 'stopped';
+    }
+  }
+
+  async #tryAcquireOrRenew(timeoutMs: number): Promise<boolean> {
+    const { namespace, name, identity } = this.#opts;
+    const options = requestOptions({ timeoutMs });
+    const leaseDurationSeconds = Math.ceil(this.#leaseDurationMs / 1000);
+    let lease: V1Lease;
+    try {
+      lease = await this.#api.readNamespacedLease({ namespace, name }, options);
+    } catch (err) {
+      if (!isNotFound(err)) {
+        this.#log.warn({ err: describeError(err) }, 'cannot read the lease');
+        return false;
+      }
+      const now = microNow();
+      const record: LeaderRecord = { holderIdentity: identity, leaseDurationSeconds, acquireTime: now, renewTime: now, leaseTransitions: 0 };
+      try {
+        this.#lease = await this.#api.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec: specOf(record) } }, options);
+      } catch (createErr) {
+        this.#log.debug({ err: describeError(createErr) }, 'lease create lost (someone else created it first)');
+        return false;
+      }
+      this.#see(recordOf(this.#lease));
+      return true;
+    }
+
+    const current = recordOf(lease);
+    if (!sameRecord(current, this.#observed)) this.#see(current);
+    const decision = decide({ identity, current, observedAt: this.#observedAt, now: this.#clock.now(), leaseDurationSeconds, wallNow: microNow() });
+    if (decision.action === 'wait') return false;
+    try {
+      // PUT with the resourceVersion just read: two candidates racing for an expired lease get one 409.
+      this.#lease = await this.#api.replaceNamespacedLease({ namespace, name, body: { ...lease, spec: { ...lease.spec, ...specOf(decision.record) } } }, options);
+    } catch (err) {
+      this.#log.debug({ err: describeError(err) }, decision.transition ? 'lease take-over failed' : 'lease renewal failed');
+      return false;
+    }
+    this.#see(recordOf(this.#lease));
+    return true;
+  }
+
+  #see(record: LeaderRecord): void {
+    const previousHolder = this.#observed?.holderIdentity;
+    this.#observed = record;
+    this.#observedAt = this.#clock.now();
+    if (record.holderIdentity !== previousHolder && record.holderIdentity !== '') {
+      this.#log.info({ holder: record.holderIdentity }, 'new leader observed');
+      this.#opts.onNewLeader?.(record.holderIdentity);
+    }
+  }
+
+  /** Hands the lease back (holder '', 1 s duration), only if it is still ours. */
+  async #release(): Promise<void> {
+    const { namespace, name, identity } = this.#opts;
+    try {
+      const lease = await this.#api.readNamespacedLease({ namespace, name }, requestOptions({ timeoutMs: this.#renewDeadlineMs }));
+      const current = recordOf(lease);
+      if (current.holderIdentity !== identity) return;
+      await this.#api.replaceNamespacedLease(
+        { namespace, name, body: { ...lease, spec: { ...lease.spec, ...specOf(released(current, microNow())) } } },
+        requestOptions({ timeoutMs: this.#renewDeadlineMs }),
+      );
+      this.#log.info('released the leader lease');
+    } catch (err) {
+      this.#log.warn({ err: describeError(err) }, 'could not release the lease; it will expire');
+    }
+  }
+}

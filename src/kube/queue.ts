@@ -1,0 +1,212 @@
+// A work queue with client-go's semantics (util/workqueue): keys, not events, so bursts coalesce into
+// one reconcile; a key is never handed to two workers at once; a key added while it is being
+// processed is not lost but handed out again once the worker is done with it.
+import { realClock, type Clock, type TimerHandle } from './clock.ts';
+import { PerKeyExponentialBackoff, TokenBucket } from './rate-limit.ts';
+
+export interface WorkQueueOptions {
+  clock?: Clock;
+  /** Per-key backoff of `addRateLimited`: first retry after this, doubling up to `maxDelayMs`. */
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  /** Global token bucket shared by every `addRateLimited` call. */
+  ratePerSecond?: number;
+  burst?: number;
+}
+
+interface Delayed {
+  key: string;
+  readyAt: number;
+}
+
+export class WorkQueue {
+  readonly #clock: Clock;
+  readonly #backoff: PerKeyExponentialBackoff;
+  readonly #bucket: TokenBucket;
+
+  // FIFO of dirty keys that are not being processed; `#head` avoids O(n) shifts.
+  #fifo: string[] = [];
+  #head = 0;
+  readonly #dirty = new Set<string>();
+  readonly #processing = new Set<string>();
+  #waiters: ((key: string | undefined) => void)[] = [];
+  #shuttingDown = false;
+
+  // Delayed adds: the authoritative ready time per key, and a min-heap that may hold stale entries.
+  readonly #readyAt = new Map<string, number>();
+  #heap: Delayed[] = [];
+  #timer: TimerHandle | undefined;
+  #timerAt = Number.POSITIVE_INFINITY;
+
+  constructor(opts: WorkQueueOptions = {}) {
+    this.#clock = opts.clock ?? realClock;
+    this.#backoff = new PerKeyExponentialBackoff({ baseDelayMs: opts.baseDelayMs ?? 1000, maxDelayMs: opts.maxDelayMs ?? 300_000 });
+    this.#bucket = new TokenBucket({ ratePerSecond: opts.ratePerSecond ?? 10, burst: opts.burst ?? 100, clock: this.#clock });
+  }
+
+  /** Marks `key` as needing work. No-op if it is already waiting, or once shut down. */
+  add(key: string): void {
+    if (this.#shuttingDown || this.#dirty.has(key)) return;
+    this.#dirty.add(key);
+    if (this.#processing.has(key)) return; // re-queued by done()
+    this.#fifo.push(key);
+    this.#handOut();
+  }
+
+  /** The next key to work on; resolves undefined once the queue is shut down and empty. Call done(key) after. */
+  get(): Promise<string | undefined> {
+    const key = this.#pop();
+    if (key !== undefined || this.#shuttingDown) return Promise.resolve(key);
+    return new Promise((resolve) => this.#waiters.push(resolve));
+  }
+
+  /** Releases `key` from its worker; if it was added meanwhile, it is queued again. */
+  done(key: string): void {
+    this.#processing.delete(key);
+    if (this.#dirty.has(key)) {
+      this.#fifo.push(key);
+      this.#handOut();
+    }
+  }
+
+  /** Adds `key` after `ms`. If it is already waiting for a delayed add, the earlier time wins. */
+  addAfter(key: string, ms: number): void {
+    if (this.#shuttingDown) return;
+    if (!(ms > 0)) return this.add(key);
+    const readyAt = this.#clock.now() + ms;
+    const existing = this.#readyAt.get(key);
+    if (existing !== undefined && existing <= readyAt) return;
+    this.#readyAt.set(key, readyAt);
+    heapPush(this.#heap, { key, readyAt });
+    this.#arm();
+  }
+
+  /** Adds `key` after its own exponential backoff or the global rate limit, whichever is longer. */
+  addRateLimited(key: string): void {
+    this.addAfter(key, Math.max(this.#backoff.when(key), this.#bucket.reserve()));
+  }
+
+  /** Resets the backoff of `key` (call on success). */
+  forget(key: string): void {
+    this.#backoff.forget(key);
+  }
+
+  numRequeues(key: string): number {
+    return this.#backoff.numRequeues(key);
+  }
+
+  /** Keys ready to be handed out. */
+  len(): number {
+    return this.#fifo.length - this.#head;
+  }
+
+  /** Keys waiting for a delayed add. */
+  delayedLen(): number {
+    return this.#readyAt.size;
+  }
+
+  processingLen(): number {
+    return this.#processing.size;
+  }
+
+  isShuttingDown(): boolean {
+    return this.#shuttingDown;
+  }
+
+  /** Stops accepting keys and drops delayed ones; keys already queued are still handed out (drain). */
+  shutDown(): void {
+    this.#shuttingDown = true;
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#timerAt = Number.POSITIVE_INFINITY;
+    this.#readyAt.clear();
+    this.#heap = [];
+    if (this.len() === 0) {
+      const waiters = this.#waiters;
+      this.#waiters = [];
+      for (const resolve of waiters) resolve(undefined);
+    }
+  }
+
+  #pop(): string | undefined {
+    if (this.#head >= this.#fifo.length) return undefined;
+    const key = this.#fifo[this.#head] as string;
+    this.#head += 1;
+    if (this.#head > 1024 && this.#head * 2 > this.#fifo.length) {
+      this.#fifo = this.#fifo.slice(this.#head);
+      this.#head = 0;
+    }
+    this.#dirty.delete(key);
+    this.#processing.add(key);
+    return key;
+  }
+
+  #handOut(): void {
+    while (this.#waiters.length > 0 && this.len() > 0) {
+      const resolve = this.#waiters.shift() as (key: string | undefined) => void;
+      resolve(this.#pop());
+    }
+  }
+
+  #arm(): void {
+    while (this.#heap.length > 0 && !this.#isCurrent(this.#heap[0] as Delayed)) heapPop(this.#heap);
+    const next = this.#heap[0];
+    if (next === undefined) {
+      if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
+      this.#timer = undefined;
+      this.#timerAt = Number.POSITIVE_INFINITY;
+      return;
+    }
+    if (this.#timer !== undefined && this.#timerAt === next.readyAt) return;
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
+    this.#timerAt = next.readyAt;
+    this.#timer = this.#clock.setTimeout(() => this.#fire(), next.readyAt - this.#clock.now());
+  }
+
+  #fire(): void {
+    this.#timer = undefined;
+    this.#timerAt = Number.POSITIVE_INFINITY;
+    const now = this.#clock.now();
+    while (this.#heap.length > 0 && (this.#heap[0] as Delayed).readyAt <= now) {
+      const entry = heapPop(this.#heap) as Delayed;
+      if (!this.#isCurrent(entry)) continue;
+      this.#readyAt.delete(entry.key);
+      this.add(entry.key);
+    }
+    this.#arm();
+  }
+
+  #isCurrent(entry: Delayed): boolean {
+    return this.#readyAt.get(entry.key) === entry.readyAt;
+  }
+}
+
+function heapPush(heap: Delayed[], entry: Delayed): void {
+  heap.push(entry);
+  let i = heap.length - 1;
+  while (i > 0) {
+    const parent = (i - 1) >> 1;
+    if ((heap[parent] as Delayed).readyAt <= entry.readyAt) break;
+    heap[i] = heap[parent] as Delayed;
+    i = parent;
+  }
+  heap[i] = entry;
+}
+
+function heapPop(heap: Delayed[]): Delayed | undefined {
+  const top = heap[0];
+  const last = heap.pop();
+  if (top === undefined || last === undefined || heap.length === 0) return top;
+  let i = 0;
+  for (;;) {
+    const left = 2 * i + 1;
+    if (left >= heap.length) break;
+    const right = left + 1;
+    const child = right < heap.length && (heap[right] as Delayed).readyAt < (heap[left] as Delayed).readyAt ? right : left;
+    if ((heap[child] as Delayed).readyAt >= last.readyAt) break;
+    heap[i] = heap[child] as Delayed;
+    i = child;
+  }
+  heap[i] = last;
+  return top;
+}
