@@ -48,7 +48,7 @@ export async function startController(config: Config, options: StartOptions = {}
   });
   const reconciler = new RunReconciler({
     kubeConfig, accounts, clusterId, runpodApiUrl: config.runpodApiUrl, resultsDir: config.resultsDir, watchdogPeriodMs: config.watchdogPeriod, logger,
-    events: new EventRecorder({ kubeConfig, reportingInstance: identity, logger }),
+    events: new EventRecorder({ kubeConfig, logger, reportingInstance: identity }),
     settings: { ambiguousLookupMs: 2 * config.pollInterval, deadlineMarginMs: config.deadlineMargin, goneLooks: 3, pollIntervalMs: config.pollInterval },
   });
   const sweeper = new Sweeper({
@@ -79,7 +79,7 @@ export async function startController(config: Config, options: StartOptions = {}
 
   const stopWork = async () => {
     sweeper.stop();
-    reflector?.stop();
+    await reflector?.stop();
     await controller?.stop();
     await accounts.close();
   };

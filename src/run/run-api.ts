@@ -1,8 +1,10 @@
 // The Kubernetes side of a run: the RunpodRun itself, its credentials and its owned SSH Secret.
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import { apiVersion, finalizer, group, kind, plural, version, type RunpodRun } from '../api/runpodrun.ts';
 import type { RunpodRunStatus } from '../api/status.ts';
 import { isAlreadyExists, isNotFound } from '../kube/errors.ts';
+import { addFinalizer, removeFinalizer } from '../kube/finalizers.ts';
+import { StatusWriter } from '../kube/status.ts';
 
 export interface SshSecret { clientPrivateKey: string; clientPublicKey: string; hostPrivateKey: string; hostPublicKey: string }
 
@@ -13,10 +15,12 @@ export const sshSecretName = (run: string): string => `${run}-ssh`;
 export class RunApi {
   #objects: CustomObjectsApi;
   #core: CoreV1Api;
+  #status: StatusWriter;
 
   constructor(kubeConfig: KubeConfig) {
     this.#objects = kubeConfig.makeApiClient(CustomObjectsApi);
     this.#core = kubeConfig.makeApiClient(CoreV1Api);
+    this.#status = new StatusWriter({ kubeConfig, resource: { group, version, plural } });
   }
 
   /** The run as the API server has it now (not a cache: status is the durable record). */
@@ -29,25 +33,16 @@ export class RunApi {
     }
   }
 
-  /** Replaces the status; the resourceVersion precondition turns a stale write into a 409. */
+  /** Writes the status when it differs; a stale resourceVersion is a ConflictError (requeued quietly). */
   async writeStatus(run: RunpodRun, status: RunpodRunStatus): Promise<RunpodRun> {
-    const { namespace, name } = run.metadata;
-    return await this.#objects.replaceNamespacedCustomObjectStatus({
-      group, version, namespace, plural, name, body: { ...run, apiVersion, kind, status },
-    }) as RunpodRun;
+    return (await this.#status.write(run, status)).object;
   }
 
   async setFinalizer(run: RunpodRun, present: boolean): Promise<RunpodRun> {
-    const { namespace, name, resourceVersion } = run.metadata;
-    const others = (run.metadata.finalizers ?? []).filter((f) => f !== finalizer);
-    const finalizers = present ? [...others, finalizer] : others;
-    // The test op makes a concurrent edit of the finalizers fail (409) instead of being overwritten.
-    const body = [
-      { op: 'test', path: '/metadata/resourceVersion', value: resourceVersion },
-      { op: run.metadata.finalizers ? 'replace' : 'add', path: '/metadata/finalizers', value: finalizers },
-    ];
-    return await this.#objects.patchNamespacedCustomObject({ group, version, namespace, plural, name, body },
-      setHeaderOptions('Content-Type', PatchStrategy.JsonPatch)) as RunpodRun;
+    const resource = { group, version, plural };
+    return present
+      ? await addFinalizer(this.#objects, resource, run, finalizer)
+      : (await removeFinalizer(this.#objects, resource, run, finalizer)) ?? run;
   }
 
   /** A key of a Secret in the run's namespace; undefined when the Secret or the key is missing or empty. */
