@@ -28,7 +28,9 @@ export function decide(obs: Observation): Decision {
   const status = structuredClone(obs.status);
   status.observedGeneration = obs.run.generation;
   const ctx: Context = { obs, status, events: [] };
+  updateCost(ctx);
   const decision = decideStep(ctx);
+  // Again: the step may have ended the pod's life (deletedAt), which fixes the final cost.
   updateCost(ctx);
   if (status.reason !== obs.status.reason && status.reason && status.message) {
     ctx.events.push({ type: status.phase === 'Failed' ? 'Warning' : 'Normal', reason: status.reason, note: status.message });
@@ -60,7 +62,10 @@ function decideStep(ctx: Context): Step {
     return { action: { type: 'none' }, requeue: 'backoff' };
   }
   if (!obs.sshKeysReady) return step({ type: 'ensureSshKeys' });
-  if (!obs.pods) return wait(1000);
+  if (!obs.pods) {
+    if (obs.credentials.rejected) return fail(ctx, 'CredentialsRejected', 'Runpod rejected the API key (401) when listing pods');
+    return wait(1000);
+  }
 
   adoptAfterAmbiguousCreate(ctx);
   markStrays(ctx);

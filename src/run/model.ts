@@ -34,7 +34,8 @@ export interface Observation {
   };
   spec: SpecVerdict;
   status: RunpodRunStatus;
-  credentials: { found: true } | { found: false; message: string };
+  /** found: the Secret has the key; rejected: Runpod answered 401 to it. */
+  credentials: { found: true; rejected?: boolean } | { found: false; message: string };
   sshKeysReady: boolean;
   /** The account's pod list, filtered to this run's marker; undefined until the first list arrived. */
   pods?: { listedAt: Date; items: PodView[] };

@@ -107,7 +107,7 @@ export class RunReconciler {
       spec: verdict,
       status,
       credentials: apiKey || !spec
-        ? { found: true }
+        ? { found: true, rejected: account?.observer.rejected }
         : { found: false, message: `Secret ${namespace}/${spec.credentials.secretName} has no non-empty key "${spec.credentials.key}"` },
       sshKeysReady: sshKeys !== undefined,
       pods: snapshot && { listedAt: snapshot.listedAt, items: (snapshot.byRun.get(uid) ?? []).map(podView) },

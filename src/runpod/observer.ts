@@ -2,6 +2,7 @@
 // pods from the last snapshot instead of each asking Runpod (v2 allows ~60 calls a minute).
 import type { Logger } from '../log.ts';
 import type { RunpodClient } from './client.ts';
+import { isRunpodError } from './errors.ts';
 import type { Pod } from './schemas.ts';
 
 /** Env markers every pod we create carries; a pod without our cluster's marker is never ours. */
@@ -32,6 +33,7 @@ export class PodObserver {
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
   #polling: Promise<void> | undefined;
+  #rejected = false;
   lastUsed = Date.now();
 
   constructor(options: PodObserverOptions) {
@@ -40,6 +42,11 @@ export class PodObserver {
 
   get snapshot(): PodSnapshot | undefined {
     return this.#snapshot;
+  }
+
+  /** Runpod answered the last list with 401: the key is not (or no longer) valid. */
+  get rejected(): boolean {
+    return this.#rejected;
   }
 
   start(): void {
@@ -64,8 +71,10 @@ export class PodObserver {
       try {
         const startedAt = new Date();
         const pods = await this.#options.client.listPods();
+        this.#rejected = false;
         this.#publish(startedAt, pods);
       } catch (error) {
+        this.#rejected = isRunpodError(error, 'unauthorized');
         this.#options.logger.warn({ err: error }, 'listing pods failed; keeping the last snapshot');
       }
     };

@@ -11,13 +11,9 @@ import { kubectl } from '../support/kubectl.ts';
 import { hasCondition, runManifest, startWorld, testApiKey, type World, type WorldOptions } from '../support/operator.ts';
 
 async function withWorld(prefix: string, body: (world: World) => Promise<void>, options: WorldOptions = {}): Promise<void> {
-  const world = await startWorld(prefix, options);
-  try {
-    await world.startController();
-    await body(world);
-  } finally {
-    await world.stop();
-  }
+  await using world = await startWorld(prefix, options);
+  await world.startController();
+  await body(world);
 }
 
 const job = (script: string, spec: Record<string, unknown> = {}) => ({ job: { command: ['sh', '-c', script] }, results: { path: 'output' }, ...spec });

@@ -9,13 +9,9 @@ import { kubectl } from '../support/kubectl.ts';
 import { hasCondition, runManifest, startWorld, testApiKey, type World } from '../support/operator.ts';
 
 async function withWorld(prefix: string, body: (world: World) => Promise<void>, options: Parameters<typeof startWorld>[1] = {}): Promise<void> {
-  const world = await startWorld(prefix, options);
-  try {
-    await world.startController();
-    await body(world);
-  } finally {
-    await world.stop();
-  }
+  await using world = await startWorld(prefix, options);
+  await world.startController();
+  await body(world);
 }
 
 const podReady = (run: Parameters<typeof hasCondition>[0]) => hasCondition(run, 'PodReady');
@@ -35,7 +31,7 @@ describe('provisioning', () => {
       assert.equal(run.status?.attempts?.length, 1);
       assert.equal(run.status?.observedGeneration, 1);
       const table = await kubectl(['get', 'rpr', 'happy', '-n', world.namespace]);
-      assert.match(table.stdout, new RegExp(`happy\\s+Running\\s+PodReady\\s+NVIDIA GeForce RTX 4090\\s+${run.status?.pod?.id}\\s+0\\.69`));
+      assert.match(table.stdout, new RegExp(`happy\\s+Running\\s+(PodReady|JobRunning)\\s+NVIDIA GeForce RTX 4090\\s+${run.status?.pod?.id}\\s+0\\.69`));
       const pods = await simPods(world.sim.adminUrl);
       assert.equal(pods.length, 1);
       assert.equal(pods[0]?.env.RUNPOD_OPERATOR_RUN, run.metadata.uid);

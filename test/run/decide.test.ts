@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { parseSpec } from '../../src/api/runpodrun.ts';
 import type { RunpodRunStatus } from '../../src/api/status.ts';
-import { applyCreateOutcome, applyProbeOutcome, decide, nextCandidate, podName } from '../../src/run/decide.ts';
+import { applyCreateOutcome, applyProbeOutcome, applyRetrievalOutcome, decide, nextCandidate, podName } from '../../src/run/decide.ts';
+import type { PodState } from '../../src/pod/index.ts';
 import type { Observation, PodView } from '../../src/run/model.ts';
 
 const t0 = new Date('2026-11-29T12:00:00Z');
@@ -76,6 +77,19 @@ describe('decide: before any Runpod call', () => {
     assert.equal(d.status.reason, 'CredentialsMissing');
     assert.equal(d.requeue, 'backoff');
     assert.deepEqual(d.action, { type: 'none' });
+  });
+
+  test('a key Runpod refuses (401 on the pod list) fails the run CredentialsRejected', () => {
+    const d = decide(observe({ credentials: { found: true, rejected: true }, pods: undefined }));
+    assert.equal(d.status.reason, 'CredentialsRejected');
+    assert.equal(d.status.phase, 'Failed');
+  });
+
+  test('nothing is rented while a Secret or ConfigMap the job needs is missing', () => {
+    const d = decide(observe({ jobInputs: { ok: false, message: 'waiting for spec.job.env[0] HF_TOKEN: Secret ns/hf has no key "token"' } }));
+    assert.equal(d.status.reason, 'CredentialsMissing');
+    assert.match(d.status.message!, /HF_TOKEN/);
+    assert.equal(d.requeue, 'backoff');
   });
 
   test('generates the SSH keys before provisioning', () => {
@@ -275,4 +289,83 @@ test('nextCandidate and podName', () => {
   assert.equal(nextCandidate(c, [lost, lost])?.gpuType, 'A');
   assert.equal(nextCandidate(c, [lost, lost, lost])?.gpuType, 'B', 'a type whose answers keep getting lost is given up');
   assert.equal(podName('a'.repeat(80), 3), `${'a'.repeat(60)}-3`);
+});
+
+describe('decide: the job on a ready pod', () => {
+  const ssh = { host: '127.0.0.1', port: 2222 };
+  const listed = (seconds = 5) => ({ now: at(seconds), pods: { listedAt: at(seconds), items: [pod({ ssh })] } });
+  const state = (over: Partial<PodState> = {}, job: Partial<PodState['job']> = {}): PodState => ({
+    runDirMissing: false, now: 0, bootstrap: { status: 'ok' }, watchdog: { status: 'ok' },
+    job: { status: 'none', startedAt: null, endedAt: null, exitCode: null, pid: null, cancelled: false, ...job },
+    retrieved: false, keep: false, logTail: '', ...over,
+  });
+
+  test('waits for the watchdog to prove it can delete the pod before starting the job', () => {
+    const d = decide(observe({ ...listed(), podState: state({ watchdog: { status: 'pending' } }) }, readyStatus()));
+    assert.deepEqual(d.action, { type: 'none' });
+    assert.match(d.status.message!, /watchdog/);
+  });
+
+  test('a watchdog that cannot delete its pod: the job is never started, the pod deleted, BootFailed', () => {
+    const d = decide(observe({ ...listed(), podState: state({ watchdog: { status: 'failed', reason: 'HTTP 403' } }) }, readyStatus()));
+    assert.equal(d.status.reason, 'BootFailed');
+    assert.match(d.status.message!, /HTTP 403/);
+    assert.equal(d.status.pod?.state, 'Deleting');
+  });
+
+  test('keepPod is written to the pod before the job starts', () => {
+    const d = decide(observe({ ...listed(), spec: spec({ keepPod: true }), podState: state({ keep: null }) }, readyStatus()));
+    assert.deepEqual(d.action, { type: 'setKeep', keep: true });
+  });
+
+  test('starts the job, follows it, and retrieves once it exited', () => {
+    assert.deepEqual(decide(observe({ ...listed(), podState: state() }, readyStatus())).action, { type: 'startJob' });
+    const running = decide(observe({ ...listed(), podState: state({}, { status: 'running', startedAt: 1_800_000_000 }) }, readyStatus()));
+    assert.equal(running.status.reason, 'JobRunning');
+    assert.ok(running.status.conditions?.some((c) => c.type === 'JobStarted' && c.status === 'True'));
+    const exited = decide(observe({ ...listed(), podState: state({}, { status: 'exited', startedAt: 1_800_000_000, endedAt: 1_800_000_100, exitCode: 0 }) }, running.status));
+    assert.equal(exited.status.phase, 'Retrieving');
+    assert.equal(exited.status.job?.exitCode, 0);
+    assert.deepEqual(exited.action, { type: 'retrieveResults' });
+  });
+
+  test('verified results: the pod is deleted (confirmed), then Succeeded; exit 3 gives JobFailed', () => {
+    for (const [code, reason] of [[0, 'Succeeded'], [3, 'JobFailed']] as const) {
+      const obs = observe({ ...listed(), podState: state({}, { status: 'exited', startedAt: 1, endedAt: 2, exitCode: code }) }, readyStatus());
+      const exited = decide(obs);
+      applyRetrievalOutcome(obs, exited.status, { kind: 'verified', files: 2, bytes: 10, location: '/results/x' });
+      assert.equal(exited.status.pod?.state, 'Deleting');
+      assert.ok(exited.status.conditions?.some((c) => c.type === 'ResultsRetrieved' && c.status === 'True'));
+      const deleting = decide(observe({ ...listed(6) }, exited.status));
+      assert.deepEqual(deleting.action, { type: 'deletePod', podId: 'p1' });
+      const end = decide(observe({ now: at(20), pods: { listedAt: at(20), items: [] }, deletions: { p1: { sentAt: at(7), notFoundLooks: 3 } } }, exited.status));
+      assert.equal(end.status.reason, reason);
+      if (code === 3) assert.match(end.status.message!, /code 3/);
+    }
+  });
+
+  test('unverified results keep the pod and are retried with backoff: ResultsUnverified', () => {
+    const obs = observe({ ...listed(), podState: state({}, { status: 'exited', startedAt: 1, endedAt: 2, exitCode: 0 }), retrievalFailures: 2 }, readyStatus());
+    const d = decide(obs);
+    assert.equal(d.status.reason, 'ResultsUnverified');
+    assert.deepEqual(d.action, { type: 'retrieveResults' });
+    assert.deepEqual(d.requeue, { afterMs: 8000 });
+    assert.notEqual(d.status.pod?.state, 'Deleting');
+  });
+
+  test('cancel while the job runs: the job is stopped first, its results retrieved, then the pod goes', () => {
+    const running = state({}, { status: 'running', startedAt: 1 });
+    const status = decide(observe({ ...listed(), podState: running }, readyStatus())).status;
+    const d = decide(observe({ ...listed(), spec: spec({ cancel: true }), podState: running }, status));
+    assert.deepEqual(d.action, { type: 'cancelJob' });
+    assert.notEqual(d.status.pod?.state, 'Deleting');
+  });
+
+  test('the controller guard deletes a pod whose estimated spend reached maxCostUsd', () => {
+    const capped = spec({ limits: { maxRuntimeSeconds: 86_400, readyTimeoutSeconds: 60, maxCostUsd: '0.05' } });
+    // 0.50 $/h for 400 s: 0.06 USD.
+    const d = decide(observe({ ...listed(400), spec: capped, podState: state({}, { status: 'running', startedAt: 1 }) }, readyStatus()));
+    assert.equal(d.status.reason, 'CostCapReached');
+    assert.equal(d.status.pod?.state, 'Deleting');
+  });
 });

@@ -2,7 +2,7 @@
 // simulator, and the controller under test in this process, pointed at both. stop() ends with the
 // leak check: no pod of ours may be left alive.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -29,6 +29,8 @@ export interface World {
   run(name: string): Promise<RunpodRun | undefined>;
   waitForRun(name: string, what: string, predicate: (run: RunpodRun) => boolean, timeoutMs?: number): Promise<RunpodRun>;
   stop(): Promise<void>;
+  /** `await using world = ...`: stop() at the end of the scope, without hiding the scope's own error. */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 export interface WorldOptions { sim?: SimConfigInput; pollInterval?: string; deadlineMargin?: string; watchdogPeriod?: string }
@@ -84,15 +86,23 @@ export async function startWorld(prefix: string, options: WorldOptions = {}): Pr
       }
       assert.fail(`timed out waiting for ${name} to be ${what}; last status: ${JSON.stringify(last?.status)}`);
     },
+    [Symbol.asyncDispose]: () => Promise.resolve(),
     async stop() {
       try {
         await assertNoLeaks(sim.adminUrl, 15_000);
+      } catch (error) {
+        // What the controller did is the first thing anyone debugging a leak needs.
+        const file = join(tmpdir(), `controller-${namespace}.log`);
+        writeFileSync(file, logLines.join(''));
+        console.error(`controller log: ${file}`);
+        throw error;
       } finally {
         await world.stopController();
         await sim.stop();
       }
     },
   };
+  world[Symbol.asyncDispose] = () => world.stop();
   return world;
 }
 
@@ -101,7 +111,7 @@ export function runManifest(name: string, spec: Record<string, unknown> = {}): o
     apiVersion: `${group}/${version}`, kind: 'RunpodRun', metadata: { name },
     spec: {
       credentials: { secretName: 'runpod' }, image: 'runpod/base:0.6.2', gpu: { types: ['NVIDIA GeForce RTX 4090', 'NVIDIA A40'] },
-      job: { command: ['sh', '-c', 'echo hello'] }, limits: { maxRuntimeSeconds: 600, readyTimeoutSeconds: 60 }, ...spec,
+      job: { command: ['sleep', '600'] }, limits: { maxRuntimeSeconds: 600, readyTimeoutSeconds: 60 }, ...spec,
     },
   };
 }
