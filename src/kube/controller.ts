@@ -10,7 +10,7 @@ import { splitKey } from './keys.ts';
 export { TerminalError };
 
 export interface ReconcileResult {
-  /** Reconcile this key again after this long (e.g. to poll something that sends no events). */
+  /** Reconcile this key again after this long (0: at once; e.g. to poll something that sends no events). */
   requeueAfterMs?: number;
 }
 
@@ -126,7 +126,8 @@ export class Controller {
       const result = await this.#reconcile(key, { reconcileId, log, signal: this.#abort.signal });
       const after = result?.requeueAfterMs;
       this.queue.forget(key);
-      if (after !== undefined && after > 0) {
+      // 0 means "again at once": the step just taken decides what comes next.
+      if (after !== undefined && after >= 0) {
         this.queue.addAfter(key, after);
         outcome = 'requeue_after';
       } else {

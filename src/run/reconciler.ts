@@ -160,7 +160,8 @@ export class RunReconciler {
     if (requeue === 'backoff') {
       const retries = (this.#credentialRetries.get(uid) ?? 0) + 1;
       this.#credentialRetries.set(uid, retries);
-      return { requeueAfterMs: Math.min(300_000, 2000 * 2 ** Math.min(retries - 1, 8)) };
+      // Capped low: nothing watches Secrets, so this is how soon a newly created one is noticed.
+      return { requeueAfterMs: Math.min(30_000, 1000 * 2 ** Math.min(retries - 1, 5)) };
     }
     this.#credentialRetries.delete(uid);
     return requeue === 'none' ? {} : { requeueAfterMs: requeue.afterMs };

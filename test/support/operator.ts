@@ -88,6 +88,7 @@ export async function startWorld(prefix: string, options: WorldOptions = {}): Pr
     },
     [Symbol.asyncDispose]: () => Promise.resolve(),
     async stop() {
+      if (process.env.E2E_LOG_DIR) writeFileSync(join(process.env.E2E_LOG_DIR, `controller-${namespace}.log`), logLines.join(''));
       try {
         await assertNoLeaks(sim.adminUrl, 15_000);
       } catch (error) {
