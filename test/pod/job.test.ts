@@ -130,7 +130,8 @@ for (const shell of SHELLS) {
       const child = Number(readFileSync(join(dir, 'child.pid'), 'utf8').split(' ')[1]);
       const cancelled = await runShell(shell, cancelJobCommand({ runDir: dir, graceSeconds: 10, shell }));
       assert.deepEqual(parseCancelOutput(cancelled.stdout), { outcome: 'cancelling' });
-      assert.deepEqual(parseCancelOutput((await runShell(shell, cancelJobCommand({ runDir: dir, shell }))).stdout), { outcome: 'cancelling' });
+      // A second cancel is harmless: still cancelling, or already ended (the job may die at once on TERM).
+      assert.ok(['cancelling', 'ended'].includes(parseCancelOutput((await runShell(shell, cancelJobCommand({ runDir: dir, shell }))).stdout).outcome));
       const done = await ended(dir);
       assert.equal(done.job.exitCode, 143);
       assert.equal(done.job.cancelled, true);
