@@ -50,7 +50,8 @@ export function runpodRunCrd(): JsonSchema {
           column('$/hr', '.status.pod.costPerHour', 'string', 'Price of the pod per hour'),
           column('Cost', '.status.estimatedCostUsd', 'string', 'Estimated spend in USD'),
           column('Age', '.metadata.creationTimestamp', 'date', 'Age of the run'),
-          column('Deadline', '.status.pod.deadline', 'date', 'When the pod is deleted whatever it does', 1),
+          // A string, not a date: kubectl prints a future date column as <invalid>.
+          column('Deadline', '.status.pod.deadline', 'string', 'When the pod is deleted whatever it does', 1),
           column('DataCenter', '.status.pod.dataCenterId', 'string', 'Data center of the pod', 1),
           column('Exit', '.status.job.exitCode', 'integer', 'Exit code of the job', 1),
         ],

@@ -42,14 +42,15 @@ try {
   let phase = '';
   const deadline = Date.now() + 10 * 60_000;
   while (Date.now() < deadline && phase !== 'Succeeded' && phase !== 'Failed') {
-    const table = await kubectl('get', 'rpr', 'quickstart', '-n', namespace, '-o', 'wide');
-    const [header, row] = table.stdout.trim().split('\n');
-    if (row && row !== last) {
+    // Like `kubectl get -w`: a line each time the phase, reason, pod or exit code changes.
+    const now = (await kubectl('get', 'rpr', 'quickstart', '-n', namespace, '-o', 'jsonpath={.status.phase} {.status.reason} {.status.pod.id} {.status.job.exitCode}')).stdout;
+    if (now !== last) {
+      const [header, row] = (await kubectl('get', 'rpr', 'quickstart', '-n', namespace, '-o', 'wide')).stdout.trim().split('\n');
       if (!last) console.log(header);
       console.log(row);
-      last = row;
+      last = now;
     }
-    phase = (await kubectl('get', 'rpr', 'quickstart', '-n', namespace, '-o', 'jsonpath={.status.phase}')).stdout;
+    phase = now.split(' ')[0] ?? '';
     await sleep(500);
   }
   const status = JSON.parse((await kubectl('get', 'rpr', 'quickstart', '-n', namespace, '-o', 'jsonpath={.status}')).stdout || '{}') as {
