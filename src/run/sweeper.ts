@@ -39,9 +39,11 @@ export class Sweeper {
     const live = this.#options.liveRunUids();
     const minAgeMs = this.#options.minAgeMs ?? 120_000;
     const deleted: string[] = [];
+    const listed = new Set<string>();
     for (const account of this.#options.accounts.all()) {
       const snapshot = account.observer.snapshot;
       if (!snapshot) continue;
+      for (const pods of snapshot.byRun.values()) for (const pod of pods) listed.add(pod.id);
       for (const [runUid, pods] of snapshot.byRun) {
         if (live.has(runUid)) continue;
         for (const pod of pods) {
@@ -64,6 +66,8 @@ export class Sweeper {
       }
       account.observer.refreshSoon();
     }
+    // A pod no list shows any more needs no memory of its delete.
+    for (const podId of this.#deleted.keys()) if (!listed.has(podId)) this.#deleted.delete(podId);
     return deleted;
   }
 }
