@@ -8,21 +8,10 @@ import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { simPods } from '../runpod-sim/client.ts';
 import { kubectl } from '../support/kubectl.ts';
-import { hasCondition, runManifest, startWorld, testApiKey, type World, type WorldOptions } from '../support/operator.ts';
-
-async function withWorld(prefix: string, body: (world: World) => Promise<void>, options: WorldOptions = {}): Promise<void> {
-  await using world = await startWorld(prefix, options);
-  await world.startController();
-  await body(world);
-}
+import { hasCondition, runManifest, testApiKey, withWorld } from '../support/operator.ts';
 
 const job = (script: string, spec: Record<string, unknown> = {}) => ({ job: { command: ['sh', '-c', script] }, results: { path: 'output' }, ...spec });
 const ended = (run: { status?: { phase?: string } }) => run.status?.phase === 'Succeeded' || run.status?.phase === 'Failed';
-
-async function deleteRun(world: World, name: string): Promise<void> {
-  const result = await kubectl(['delete', 'rpr', name, '-n', world.namespace, '--timeout=60s']);
-  assert.equal(result.status, 0, result.stderr);
-}
 
 describe('a run\'s life', () => {
   test('success: several result files verified into the store, the pod deleted, secrets nowhere', () =>
@@ -61,7 +50,7 @@ describe('a run\'s life', () => {
         assert.ok(!text.includes(testApiKey), `the Runpod key is in the ${where}`);
       }
       assert.match(events.stdout, /Succeeded/);
-      await deleteRun(world, 'success');
+      await world.deleteRun('success');
     }));
 
   test('exit code 3: Failed/JobFailed with the code, results still retrieved', () =>
@@ -73,7 +62,7 @@ describe('a run\'s life', () => {
       assert.match(run.status?.message ?? '', /code 3/);
       assert.equal(run.status?.results?.files, 1);
       assert.ok(hasCondition(run, 'Failed') && hasCondition(run, 'Stalled'));
-      await deleteRun(world, 'exit3');
+      await world.deleteRun('exit3');
     }));
 
   test('a result file changing after the manifest: not retrieved, the pod kept, retried until verified', () =>
@@ -88,7 +77,7 @@ describe('a run\'s life', () => {
       const run = await world.waitForRun('unverified', 'Succeeded', ended, 120_000);
       assert.equal(run.status?.phase, 'Succeeded');
       assert.match(readFileSync(join(run.status?.results?.location ?? '', 'results', 'growing.txt'), 'utf8'), /line\ndone\n$/, 'the final, complete file');
-      await deleteRun(world, 'unverified');
+      await world.deleteRun('unverified');
     }));
 
   test('keepPod keeps the pod after success; deleting the run removes it', () =>
@@ -98,7 +87,7 @@ describe('a run\'s life', () => {
       assert.equal(run.status?.phase, 'Succeeded');
       await sleep(3000);
       assert.equal((await simPods(world.sim.adminUrl)).filter((pod) => pod.deletedAt === null).length, 1, 'still alive');
-      await deleteRun(world, 'keep');
+      await world.deleteRun('keep');
       assert.ok((await simPods(world.sim.adminUrl)).every((pod) => pod.deletedBy === 'account'));
     }));
 
@@ -110,7 +99,7 @@ describe('a run\'s life', () => {
       const run = await world.waitForRun('cancel', 'Cancelled', (r) => r.status?.reason === 'Cancelled' && r.status.pod?.state === 'Deleted', 90_000);
       assert.equal(run.status?.phase, 'Failed');
       assert.ok(existsSync(join(run.status?.results?.location ?? '', 'results', 'early.txt')), 'what existed was retrieved');
-      await deleteRun(world, 'cancel');
+      await world.deleteRun('cancel');
     }));
 
   test('deadline reached with the controller stopped: the watchdog deletes the pod; restarted, the run is DeadlineExceeded', () =>
@@ -126,7 +115,7 @@ describe('a run\'s life', () => {
       await world.startController();
       const run = await world.waitForRun('deadline', 'Failed', ended, 60_000);
       assert.equal(run.status?.reason, 'DeadlineExceeded');
-      await deleteRun(world, 'deadline');
+      await world.deleteRun('deadline');
     }, { watchdogPeriod: '1s' }));
 
   test('no job started within the boot grace (controller stopped): the watchdog deletes the pod', () =>
@@ -140,7 +129,7 @@ describe('a run\'s life', () => {
       await world.startController();
       const run = await world.waitForRun('boot', 'Failed', ended, 60_000);
       assert.equal(run.status?.reason, 'BootTimeout');
-      await deleteRun(world, 'boot');
+      await world.deleteRun('boot');
     }, { watchdogPeriod: '1s' }));
 
   test('cost cap: the pod is deleted once its spend reaches maxCostUsd', () =>
@@ -150,6 +139,6 @@ describe('a run\'s life', () => {
       const run = await world.waitForRun('costcap', 'Failed', ended, 90_000);
       assert.equal(run.status?.reason, 'CostCapReached', JSON.stringify(run.status));
       await world.waitForRun('costcap', 'pod deleted', (r) => r.status?.pod?.state === 'Deleted', 30_000);
-      await deleteRun(world, 'costcap');
+      await world.deleteRun('costcap');
     }, { watchdogPeriod: '1s', sim: { gpuTypes: [{ id: 'NVIDIA H100 80GB HBM3', displayName: 'H100', memoryInGb: 80, pricePerHour: 36, stock: { 'EU-RO-1': 4 } }] } }));
 });

@@ -6,20 +6,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { generateKeyPair } from '../../src/ssh/index.ts';
 import { injectFault, simPods } from '../runpod-sim/client.ts';
 import { kubectl } from '../support/kubectl.ts';
-import { hasCondition, runManifest, startWorld, testApiKey, type World } from '../support/operator.ts';
-
-async function withWorld(prefix: string, body: (world: World) => Promise<void>, options: Parameters<typeof startWorld>[1] = {}): Promise<void> {
-  await using world = await startWorld(prefix, options);
-  await world.startController();
-  await body(world);
-}
+import { hasCondition, runManifest, testApiKey, withWorld } from '../support/operator.ts';
 
 const podReady = (run: Parameters<typeof hasCondition>[0]) => hasCondition(run, 'PodReady');
-
-async function deleteRun(world: World, name: string): Promise<void> {
-  const result = await kubectl(['delete', 'rpr', name, '-n', world.namespace, '--timeout=60s']);
-  assert.equal(result.status, 0, result.stderr);
-}
 
 describe('provisioning', () => {
   test('a run reaches PodReady on the first GPU type; kubectl shows it; deleting it deletes the pod', () =>
@@ -37,7 +26,7 @@ describe('provisioning', () => {
       assert.equal(pods[0]?.env.RUNPOD_OPERATOR_RUN, run.metadata.uid);
       assert.equal(pods[0]?.env.RUNPOD_OPERATOR_CLUSTER, world.clusterId);
       assert.ok(!JSON.stringify(pods[0]?.env).includes(testApiKey), 'the account key never reaches a pod');
-      await deleteRun(world, 'happy');
+      await world.deleteRun('happy');
       const after = await simPods(world.sim.adminUrl);
       assert.ok(after.every((pod) => pod.deletedBy === 'account'), 'deleted by the controller before the finalizer went');
       assert.equal(await world.run('happy'), undefined);
@@ -50,7 +39,7 @@ describe('provisioning', () => {
       const run = await world.waitForRun('fallback', 'PodReady', podReady);
       assert.deepEqual(run.status?.attempts?.map((a) => [a.gpuType, a.outcome]), [['NVIDIA GeForce RTX 4090', 'NoCapacity'], ['NVIDIA A40', 'Created']]);
       assert.equal((await simPods(world.sim.adminUrl)).length, 1);
-      await deleteRun(world, 'fallback');
+      await world.deleteRun('fallback');
     }));
 
   test('gpu.auto picks the cheapest type in stock', () =>
@@ -58,7 +47,7 @@ describe('provisioning', () => {
       await world.apply(runManifest('auto', { gpu: { auto: { minVramGb: 40 } } }));
       const run = await world.waitForRun('auto', 'PodReady', podReady);
       assert.equal(run.status?.pod?.gpuType, 'NVIDIA A40', 'the cheapest type with 40+ GB in the default catalog');
-      await deleteRun(world, 'auto');
+      await world.deleteRun('auto');
     }));
 
   test('a missing Secret waits (CredentialsMissing, no Runpod call); once created the run proceeds', () =>
@@ -68,7 +57,7 @@ describe('provisioning', () => {
       assert.equal((await simPods(world.sim.adminUrl)).length, 0);
       await kubectl(['create', 'secret', 'generic', 'later', '-n', world.namespace, `--from-literal=apiKey=${testApiKey}`]);
       await world.waitForRun('creds', 'PodReady', podReady, 90_000);
-      await deleteRun(world, 'creds');
+      await world.deleteRun('creds');
     }));
 
   test('a key Runpod rejects fails the run CredentialsRejected', () =>
@@ -78,7 +67,7 @@ describe('provisioning', () => {
       const run = await world.waitForRun('badkey', 'Failed', (r) => r.status?.phase === 'Failed');
       assert.equal(run.status?.reason, 'CredentialsRejected');
       assert.ok(!JSON.stringify(run.status).includes('rpa_WRONG_KEY'), 'the key is not in the status');
-      await deleteRun(world, 'badkey');
+      await world.deleteRun('badkey');
     }));
 
   test('an ambiguous create (pod made, answer 500) is not resent: exactly one pod, adopted', () =>
@@ -89,7 +78,7 @@ describe('provisioning', () => {
       assert.equal((await simPods(world.sim.adminUrl)).length, 1);
       assert.equal(run.status?.attempts?.length, 1);
       assert.match(run.status?.attempts?.[0]?.message ?? '', /adopted/);
-      await deleteRun(world, 'ambiguous');
+      await world.deleteRun('ambiguous');
     }));
 
   test('a pod presenting another host key is not trusted: deleted, BootFailed', () =>
@@ -106,7 +95,7 @@ describe('provisioning', () => {
       assert.match(run.status?.message ?? '', /not trusted/);
       assert.ok(!hasCondition(run, 'PodReady'));
       await world.waitForRun('hostkey', 'pod deleted', (r) => r.status?.pod?.state === 'Deleted', 30_000);
-      await deleteRun(world, 'hostkey');
+      await world.deleteRun('hostkey');
     }));
 
   test('deleting a run while it provisions deletes its pod, then the finalizer goes', () =>
@@ -114,7 +103,7 @@ describe('provisioning', () => {
       await injectFault(world.sim.adminUrl, { fault: 'slow-boot', count: 1, delayMs: 20_000 });
       await world.apply(runManifest('delprov'));
       await world.waitForRun('delprov', 'created', (r) => r.status?.pod?.id !== undefined);
-      await deleteRun(world, 'delprov');
+      await world.deleteRun('delprov');
       assert.ok((await simPods(world.sim.adminUrl)).every((pod) => pod.deletedAt !== null));
     }));
 
@@ -127,7 +116,7 @@ describe('provisioning', () => {
       assert.equal(run.status?.phase, 'Failed');
       assert.ok(hasCondition(run, 'Failed'));
       assert.ok((await simPods(world.sim.adminUrl)).every((pod) => pod.deletedBy === 'account'));
-      await deleteRun(world, 'cancel');
+      await world.deleteRun('cancel');
     }));
 
   test('a controller restarted mid-provisioning adopts its pod: never a second one', () =>
@@ -140,6 +129,6 @@ describe('provisioning', () => {
       await world.startController();
       await world.waitForRun('restart', 'PodReady', podReady, 60_000);
       assert.equal((await simPods(world.sim.adminUrl)).length, 1);
-      await deleteRun(world, 'restart');
+      await world.deleteRun('restart');
     }));
 });

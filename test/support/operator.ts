@@ -28,6 +28,8 @@ export interface World {
   apply(manifest: object | string): Promise<void>;
   run(name: string): Promise<RunpodRun | undefined>;
   waitForRun(name: string, what: string, predicate: (run: RunpodRun) => boolean, timeoutMs?: number): Promise<RunpodRun>;
+  /** `kubectl delete rpr`, which returns once the controller removed its finalizer. */
+  deleteRun(name: string): Promise<void>;
   stop(): Promise<void>;
   /** `await using world = ...`: stop() at the end of the scope, without hiding the scope's own error. */
   [Symbol.asyncDispose](): Promise<void>;
@@ -86,6 +88,10 @@ export async function startWorld(prefix: string, options: WorldOptions = {}): Pr
       }
       assert.fail(`timed out waiting for ${name} to be ${what}; last status: ${JSON.stringify(last?.status)}`);
     },
+    async deleteRun(name) {
+      const result = await kubectl(['delete', 'rpr', name, '-n', namespace, '--timeout=60s']);
+      assert.equal(result.status, 0, result.stderr);
+    },
     [Symbol.asyncDispose]: () => Promise.resolve(),
     async stop() {
       if (process.env.E2E_LOG_DIR) writeFileSync(join(process.env.E2E_LOG_DIR, `controller-${namespace}.log`), logLines.join(''));
@@ -119,3 +125,10 @@ export function runManifest(name: string, spec: Record<string, unknown> = {}): o
 
 export const hasCondition = (run: RunpodRun, type: string, status = 'True'): boolean =>
   run.status?.conditions?.some((c) => c.type === type && c.status === status) ?? false;
+
+/** A test body in a fresh world with the controller running; the world stops (leak check) whatever happens. */
+export async function withWorld(prefix: string, body: (world: World) => Promise<void>, options: WorldOptions = {}): Promise<void> {
+  await using world = await startWorld(prefix, options);
+  await world.startController();
+  await body(world);
+}
