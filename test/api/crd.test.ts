@@ -122,6 +122,19 @@ describe('RunpodRun CRD', () => {
     assert.match(undo.stderr, /spec\.cancel.*cannot be undone/);
   });
 
+  test('server-side apply (as Argo CD and Flux use it) creates, re-applies unchanged and changes keepPod', async () => {
+    const apply = (spec: object) => kubectl(['apply', '--server-side', '--field-manager=gitops', '-n', namespace, '-f', '-'], manifest('ssa', spec));
+    assert.equal((await apply(validSpec())).status, 0);
+    const unchanged = await apply(validSpec());
+    assert.equal(unchanged.status, 0, unchanged.stderr);
+    const generation = JSON.parse((await kubectl(['get', '-n', namespace, 'rpr', 'ssa', '-o', 'json'])).stdout).metadata.generation;
+    assert.equal(generation, 1, 'a re-apply of the same manifest changes nothing');
+    assert.equal((await apply({ ...validSpec(), keepPod: true })).status, 0);
+    const changed = await apply({ ...validSpec(), image: 'other:2' });
+    assert.notEqual(changed.status, 0);
+    assert.match(changed.stderr, /spec\.image.*is immutable/);
+  });
+
   test('kubectl get rpr prints the columns, -o wide adds deadline, data center and exit', async () => {
     assert.equal((await kubectl(['apply', '-n', namespace, '-f', '-'], manifest('columns', validSpec()))).status, 0);
     const header = (args: string[]) => kubectl(['get', '-n', namespace, 'rpr', 'columns', ...args])
