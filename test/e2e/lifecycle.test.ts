@@ -111,7 +111,7 @@ describe('a run\'s life', () => {
       while (Date.now() < deadline && (await simPods(world.sim.adminUrl)).some((pod) => pod.deletedAt === null)) await sleep(500);
       const [pod] = await simPods(world.sim.adminUrl);
       assert.equal(pod?.deletedBy, 'pod', 'the watchdog deleted its own pod');
-      assert.ok(Date.parse(pod?.deletedAt ?? '') - Date.parse(pod?.createdAt ?? '') <= 30_000 + 5000, 'no later than the deadline + one watchdog period');
+      assert.ok(Date.parse(pod?.deletedAt ?? '') - Date.parse(pod?.createdAt ?? '') <= 30_000 + 10_000, 'at the deadline, give or take a watchdog period on a loaded machine');
       await world.startController();
       const run = await world.waitForRun('deadline', 'Failed', ended, 60_000);
       assert.equal(run.status?.reason, 'DeadlineExceeded');

@@ -145,10 +145,11 @@ for (const shell of SHELLS) {
 
     test('the boot grace deletes a pod whose job never started', () => withSim(async (sim) => {
       const k = await keys();
-      const id = await createPod(sim, { name: name('bootgrace'), shell, keys: k, input: { bootGraceSeconds: 4 } });
+      // Long enough for a loaded machine to connect and read the verdicts first.
+      const id = await createPod(sim, { name: name('bootgrace'), shell, keys: k, input: { bootGraceSeconds: 12 } });
       const port = await sshPort(sim, id);
       assert.deepEqual((await verdicts(port, k)).watchdog, { status: 'ok' });
-      await deletedByPod(sim, id, /deleting the pod: no job started within 4 s of the watchdog's start/);
+      await deletedByPod(sim, id, /deleting the pod: no job started within 12 s of the watchdog's start/);
     }));
 
     test('the cost cap deletes the pod once cost x lifetime reaches it', () => withSim(async (sim) => {
@@ -191,13 +192,14 @@ for (const shell of SHELLS) {
 
     test('a keep marker keeps the pod past the boot grace and the retrieve grace once a job exists; unkept, it goes', () => withSim(async (sim) => {
       const k = await keys();
-      const id = await createPod(sim, { name: name('keep'), shell, keys: k, input: { bootGraceSeconds: 10, retrieveGraceSeconds: 2 } });
+      // The boot grace must outlast the setup below even on a loaded machine.
+      const id = await createPod(sim, { name: name('keep'), shell, keys: k, input: { bootGraceSeconds: 20, retrieveGraceSeconds: 2 } });
       const port = await sshPort(sim, id);
       await verdicts(port, k);
       assert.equal(parseAck((await ssh(port, k, setKeepCommand({ keep: true }))).stdout, 'runpod-operator-keep'), '1');
       assert.equal(parseStartOutput((await ssh(port, k, startJobCommand({ command: ['sleep', '1'], shell }))).stdout).outcome, 'started');
       // Past the boot grace (counted from the watchdog's start) and the retrieve grace after the job's end.
-      await sleep(13000);
+      await sleep(21000);
       const kept = await simPod(sim, id);
       assert.equal(kept.deletedAt, null, await simPodLogs(sim.adminUrl, id));
       const state = await podState(port, k);
