@@ -363,6 +363,11 @@ function followJob(ctx: Context, spec: RunpodRunSpec): Step {
       return fail(ctx, 'PodLost', `pod ${pod.name} restarted its container: the job's exit code is lost`);
     case 'exited': {
       job.exitCode = state.job.exitCode ?? undefined;
+      if (obs.status.job?.exitCode === undefined && job.exitCode !== 0) {
+        // The log is on the pod, which goes once the results are in: its end goes into an event now.
+        const tail = state.logTail.trimEnd().split('\n').slice(-10).join('\n');
+        ctx.events.push({ type: 'Warning', reason: 'JobFailed', note: `the job exited with code ${job.exitCode ?? 'unknown'}; last lines of its log:\n${tail}` });
+      }
       if (state.job.endedAt !== null) job.finishedAt ??= new Date(state.job.endedAt * 1000).toISOString();
       if (obs.retrievalFailures > 0) {
         phase(ctx, 'Retrieving', 'ResultsUnverified', `the results could not be verified yet (try ${obs.retrievalFailures}); the pod stays for spec.limits.retrieveGraceSeconds`);

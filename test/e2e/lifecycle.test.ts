@@ -62,6 +62,8 @@ describe('a run\'s life', () => {
       assert.match(run.status?.message ?? '', /code 3/);
       assert.equal(run.status?.results?.files, 1);
       assert.ok(hasCondition(run, 'Failed') && hasCondition(run, 'Stalled'));
+      const events = await kubectl(['get', 'events.events.k8s.io', '-n', world.namespace, '-o', 'json']);
+      assert.match(events.stdout, /exited with code 3; last lines of its log:\\nfailing/, 'the log tail is in an event');
       await world.deleteRun('exit3');
     }));
 

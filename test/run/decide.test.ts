@@ -329,6 +329,15 @@ describe('decide: the job on a ready pod', () => {
     assert.deepEqual(exited.action, { type: 'retrieveResults' });
   });
 
+  test('a failed job\'s last log lines go into a Warning event once', () => {
+    const exited = state({ logTail: 'step 1\nstep 2\nTraceback: boom\n' }, { status: 'exited', startedAt: 1, endedAt: 2, exitCode: 3 });
+    const first = decide(observe({ ...listed(), podState: exited }, readyStatus()));
+    const event = first.events.find((e) => e.reason === 'JobFailed');
+    assert.equal(event?.type, 'Warning');
+    assert.match(event?.note ?? '', /code 3[^]*Traceback: boom/);
+    assert.ok(!decide(observe({ ...listed(), podState: exited }, first.status)).events.some((e) => e.reason === 'JobFailed'));
+  });
+
   test('verified results: the pod is deleted (confirmed), then Succeeded; exit 3 gives JobFailed', () => {
     for (const [code, reason] of [[0, 'Succeeded'], [3, 'JobFailed']] as const) {
       const obs = observe({ ...listed(), podState: state({}, { status: 'exited', startedAt: 1, endedAt: 2, exitCode: code }) }, readyStatus());
