@@ -32,10 +32,14 @@ export function decide(obs: Observation): Decision {
   const decision = decideStep(ctx);
   // Again: the step may have ended the pod's life (deletedAt), which fixes the final cost.
   updateCost(ctx);
-  if (status.reason !== obs.status.reason && status.reason && status.message) {
-    ctx.events.push({ type: status.phase === 'Failed' ? 'Warning' : 'Normal', reason: status.reason, note: status.message });
-  }
-  return { ...decision, status, events: ctx.events };
+  const transition = transitionEvent(obs.status, status);
+  return { ...decision, status, events: transition ? [...ctx.events, transition] : ctx.events };
+}
+
+/** The event a change of reason deserves (a Warning when the run failed). */
+export function transitionEvent(before: RunpodRunStatus, after: RunpodRunStatus): RunEvent | undefined {
+  if (after.reason === before.reason || !after.reason || !after.message) return undefined;
+  return { type: after.phase === 'Failed' ? 'Warning' : 'Normal', reason: after.reason, note: after.message };
 }
 
 type Step = Omit<Decision, 'status' | 'events'>;

@@ -15,7 +15,7 @@ import { splitKey } from '../kube/keys.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import type { Accounts } from './accounts.ts';
 import { act, podView, protectSshKeys, type ActContext } from './act.ts';
-import { decide } from './decide.ts';
+import { decide, transitionEvent } from './decide.ts';
 import type { DecideSettings, Deletion, GpuCandidate, Observation, RunEvent } from './model.ts';
 import { buildCreatePodRequest } from './pod-request.ts';
 import { RunApi, type SshSecret } from './run-api.ts';
@@ -68,11 +68,9 @@ export class RunReconciler {
 
     const learned = await act(decision.action, { ...context, run: current });
     if (learned && !isDeepStrictEqual(learned, current.status ?? {})) {
-      const previousReason = current.status?.reason;
+      const transition = transitionEvent(current.status ?? {}, learned);
       current = await this.runs.writeStatus(current, learned);
-      if (learned.reason && learned.reason !== previousReason && learned.message) {
-        this.#options.events.record(current, { type: learned.phase === 'Failed' ? 'Warning' : 'Normal', reason: learned.reason, note: learned.message });
-      }
+      if (transition) this.#options.events.record(current, transition);
     }
     if (decision.action.type === 'removeFinalizer') this.#forget(run);
     return this.#requeue(run.metadata.uid, decision.requeue);
