@@ -5,8 +5,11 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
 FROM node:24-bookworm-slim
-ENV NODE_ENV=production
+ENV NODE_ENV=production RUNPOD_OPERATOR_RESULTS_DIR=/results
 WORKDIR /app
+# Verified results land here: mount a persistent volume.
+RUN mkdir -p /results && chown node:node /results
+VOLUME /results
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY src ./src
