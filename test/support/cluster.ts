@@ -1,6 +1,6 @@
 // The API server every test shares: `npm test` starts one in its global setup and hands its
 // kubeconfig over in RUNPOD_OPERATOR_TEST_KUBECONFIG; a test file run on its own starts a private one.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
@@ -23,9 +23,13 @@ async function connect(): Promise<TestCluster> {
     kubeConfig.loadFromFile(shared);
     return { kubeConfig, kubeconfigPath: shared };
   }
-  const plane = await startControlPlane({ dir: mkdtempSync(join(tmpdir(), 'envtest-')) });
+  const dir = mkdtempSync(join(tmpdir(), 'envtest-'));
+  const plane = await startControlPlane({ dir });
   // Synchronous on purpose: 'exit' handlers cannot wait, and a test process must not leave servers behind.
-  process.once('exit', () => plane.pids.forEach((pid) => { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }));
+  process.once('exit', () => {
+    plane.pids.forEach((pid) => { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } });
+    rmSync(dir, { recursive: true, force: true });
+  });
   return { kubeConfig: plane.kubeConfig, kubeconfigPath: plane.kubeconfigPath };
 }
 

@@ -2,7 +2,7 @@
 // simulator, and the controller under test in this process, pointed at both. stop() ends with the
 // leak check: no pod of ours may be left alive.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -106,6 +106,7 @@ export async function startWorld(prefix: string, options: WorldOptions = {}): Pr
       } finally {
         await world.stopController();
         await sim.stop();
+        rmSync(resultsDir, { recursive: true, force: true });
       }
     },
   };
