@@ -5,12 +5,12 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { IMAGE_REQUIREMENTS } from '../../src/pod/protocol.ts';
 import { renderPodArgs } from '../../src/pod/render.ts';
 import { SHELLS, run, waitFor } from './helpers.ts';
+import { freePort } from '../envtest/harness.ts';
 
 const FAKE_POD_KEY = 'rpo-fake-pod-key-must-never-appear-0123456789';
 const roots: string[] = [];
@@ -33,15 +33,6 @@ async function pathWithout(root: string, lacking: string[]): Promise<string> {
   return bin;
 }
 
-/** A loopback port with nothing listening on it. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
 
 for (const shell of SHELLS) {
   describe(`bootstrap under ${shell}`, () => {
@@ -51,7 +42,7 @@ for (const shell of SHELLS) {
         roots.push(root);
         const runDir = join(root, 'run');
         const bin = await pathWithout(root, lacking);
-        const port = await closedPort();
+        const port = await freePort();
         const env = {
           PATH: bin,
           HOME: '/root',

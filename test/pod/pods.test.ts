@@ -4,7 +4,6 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import {
   markRetrievedCommand, parseAck, parsePodState, parseStartOutput, podStateCommand, setKeepCommand, startJobCommand,
@@ -13,6 +12,7 @@ import {
 import { IMAGE_REQUIREMENTS, SSHD_CONFIG_PATH, SSHD_HOST_KEY_PATH } from '../../src/pod/protocol.ts';
 import { injectFault, simPodLogs } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator } from '../runpod-sim/server.ts';
+import { freePort } from '../envtest/harness.ts';
 import {
   ACCOUNT_KEY, SHELLS, cleanUp, createPod, makeKeys, removeKeys, run, simPod, ssh, sshPort, waitDeleted, waitFor, type Keys,
 } from './helpers.ts';
@@ -40,14 +40,6 @@ async function verdicts(port: number, keys: Keys, runDir?: string): Promise<PodS
   }, 30000, 300);
 }
 
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
 
 /** A deletion by the pod itself, for the given reason (the watchdog's log line, in the pod's logs). */
 async function deletedByPod(sim: RunningSimulator, id: string, reason: RegExp, timeoutMs = 30000): Promise<number> {
@@ -247,7 +239,7 @@ for (const shell of SHELLS) {
 
     test('a watchdog that cannot reach the API with its key reports failed (the controller then deletes the pod)', () => withSim(async (sim) => {
       const k = await keys();
-      const apiUrl = `http://127.0.0.1:${await closedPort()}/v2`;
+      const apiUrl = `http://127.0.0.1:${await freePort()}/v2`;
       const id = await createPod(sim, { name: name('nokey'), shell, keys: k, input: { apiUrl } });
       const port = await sshPort(sim, id);
       const state = await verdicts(port, k);
