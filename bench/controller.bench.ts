@@ -19,7 +19,7 @@ import type { ControllerStats } from '../src/kube/controller.ts';
 import type { SimConfigInput } from '../test/runpod-sim/config.ts';
 import { simPodLogs } from '../test/runpod-sim/client.ts';
 import {
-  busiestWindow, callTotal, diffStats, distribution, fmtMiB, fmtS, percentile, podsOfRun, printCalls, printTimeline,
+  busiestWindow, callTotal, diffStats, distribution, fmtMiB, fmtMs, fmtS, percentile, podsOfRun, printCalls, printTimeline,
   reconcileBreakdown, reconcileDurations, RssSampler, runManifest, simPods, simStats, sshConnections, startBenchWorld, totalReconciles,
   type BenchWorld, type SimStats,
 } from './support.ts';
@@ -69,6 +69,7 @@ async function inWorld(part: string, prefix: string, sim: SimConfigInput, body: 
     await body(world);
   } finally {
     const leaks = await world.stop();
+    console.log(`    controller log lines at warn or above: ${world.problems.length}${world.problems.length > 0 ? `, the first: ${world.problems.slice(0, 3).join(' | ')}` : ''}`);
     console.log(`    leak check: ${leaks}`);
     note(part, 'leak check', leaks);
   }
@@ -162,7 +163,7 @@ async function wholeLife(): Promise<void> {
     console.log(`    apply -> ${run?.status?.phase ?? 'end'} (arrival on a watch): ${fmtS(endedAt === undefined ? undefined : endedAt - startedAt)}`);
     console.log(`    apply -> pod deleted at Runpod (simulator deletedAt): ${fmtS(podGone)}; pod lifetime ${fmtS(pod?.deletedAt ? Date.parse(pod.deletedAt) - Date.parse(pod.createdAt) : undefined)}, billed ~$${run?.status?.estimatedCostUsd ?? '?'}`);
     const durations = [...reconcileDurations];
-    console.log(`    reconciles: ${totalReconciles(controllerStats) ?? 'n/a'} (${reconcileBreakdown(controllerStats)}); duration p50 ${percentile(durations, 50)?.toFixed(0)} ms, max ${Math.max(...durations).toFixed(0)} ms (the retrieving one included)`);
+    console.log(`    reconciles: ${totalReconciles(controllerStats) ?? 'n/a'} (${reconcileBreakdown(controllerStats)}); duration p50 ${fmtMs(percentile(durations, 50))}, max ${fmtMs(Math.max(...durations))} (the retrieving one included)`);
     console.log(`    SSH connections to the pod (sshd "Accepted publickey" lines): ${ssh?.accepted ?? 'n/a'}; unauthenticated (closed/reset before auth: the simulator's readiness probe): ${ssh?.preauthClosed ?? 'n/a'}`);
     console.log(`    pods created: ${pods.length}`);
     console.log('    timeline (from the moment before kubectl apply):');
@@ -327,7 +328,7 @@ async function load(): Promise<void> {
     console.log(`    reconciles: ${totalReconciles(controllerStats) ?? 'n/a'} (${reconcileBreakdown(controllerStats)}), ${((totalReconciles(controllerStats) ?? 0) / runs).toFixed(1)} per run; `
       + `peak queue length ${peakQueue}, peak delayed ${peakDelayed}, peak busy workers ${peakActive}`);
     const busyMs = durations.reduce((sum, ms) => sum + ms, 0);
-    console.log(`    reconcile duration: p50 ${percentile(durations, 50)?.toFixed(0)} ms, p95 ${percentile(durations, 95)?.toFixed(0)} ms, max ${Math.max(...durations).toFixed(0)} ms; `
+    console.log(`    reconcile duration: p50 ${fmtMs(percentile(durations, 50))}, p95 ${fmtMs(percentile(durations, 95))}, max ${fmtMs(Math.max(...durations))}; `
       + `workers busy ${(busyMs / 1000).toFixed(0)} s of ${((workers * endedWallMs) / 1000).toFixed(0)} worker-seconds (${((100 * busyMs) / (workers * endedWallMs)).toFixed(0)}%)`);
     console.log(`    SSH connections (sshd "Accepted publickey"): ${ssh}, ${(ssh / runs).toFixed(1)} per run`);
     console.log(`    controller process RSS: baseline ${fmtMiB(sampler.baseline)}, peak ${fmtMiB(sampler.peak())} (+${fmtMiB(sampler.peak() - sampler.baseline)})`
@@ -372,7 +373,7 @@ async function load(): Promise<void> {
     note(`4 load (${runs} runs)`, 'ResultsRetrieved -> pod deleted p50 / p95', `${fmtS(percentile(billedPastResults, 50))} / ${fmtS(percentile(billedPastResults, 95))} (${byWatchdog} by the watchdog)`);
     note(`4 load (${runs} runs)`, 'Runpod calls (account / pod)', `${account} / ${callTotal(stats, 'pod')} (${perRun.toFixed(2)} per run + ${lists} lists; busiest 60 s: ${busiest})`);
     note(`4 load (${runs} runs)`, 'reconciles, SSH connections per run', `${((totalReconciles(controllerStats) ?? 0) / runs).toFixed(1)}, ${(ssh / runs).toFixed(1)}`);
-    note(`4 load (${runs} runs)`, 'reconcile p50 / p95; peak queue', `${percentile(durations, 50)?.toFixed(0)} ms / ${percentile(durations, 95)?.toFixed(0)} ms; ${peakQueue} keys waiting, ${peakActive}/${workers} workers busy`);
+    note(`4 load (${runs} runs)`, 'reconcile p50 / p95; peak queue', `${fmtMs(percentile(durations, 50))} / ${fmtMs(percentile(durations, 95))}; ${peakQueue} keys waiting, ${peakActive}/${workers} workers busy`);
     note(`4 load (${runs} runs)`, 'RSS baseline / peak', `${fmtMiB(sampler.baseline)} / ${fmtMiB(sampler.peak())}` + (sampler.hwmReset ? ` (VmHWM ${fmtMiB(sampler.hwm())})` : ''));
     note(`4 load (${runs} runs)`, 'delete all -> last run gone', `${fmtS(deleteMs)} (the kubectl process ${fmtS(kubectlDeleteMs)})`);
   });

@@ -382,7 +382,8 @@ export class RssSampler {
 
 // --- numbers ----------------------------------------------------------------------------------
 export const fmtMiB = (bytes: number): string => `${mib(bytes).toFixed(1)} MiB`;
-export const fmtS = (ms: number | undefined): string => (ms === undefined || Number.isNaN(ms) ? 'n/a' : `${(ms / 1000).toFixed(2)} s`);
+export const fmtS = (ms: number | undefined): string => (ms === undefined || !Number.isFinite(ms) ? 'n/a' : `${(ms / 1000).toFixed(2)} s`);
+export const fmtMs = (ms: number | undefined): string => (ms === undefined || !Number.isFinite(ms) ? 'n/a' : `${ms.toFixed(0)} ms`);
 
 export function percentile(values: number[], p: number): number | undefined {
   if (values.length === 0) return undefined;
