@@ -471,7 +471,7 @@ export function applyProbeOutcome(obs: Observation, status: RunpodRunStatus, out
 }
 
 export type RetrievalOutcome =
-  | { kind: 'verified'; files: number; bytes: number; location: string }
+  | { kind: 'verified'; files: number; bytes: number; location: string; verifiedAt: Date }
   | { kind: 'unverified'; message: string };
 
 export function applyRetrievalOutcome(obs: Observation, status: RunpodRunStatus, outcome: RetrievalOutcome): void {
@@ -480,8 +480,9 @@ export function applyRetrievalOutcome(obs: Observation, status: RunpodRunStatus,
     phase(ctx, 'Retrieving', 'ResultsUnverified', `results not verified: ${outcome.message}; retrying, the pod stays`);
     return;
   }
-  status.results = { files: outcome.files, bytes: outcome.bytes, location: outcome.location, retrievedAt: obs.now.toISOString() };
-  setCondition(status, 'ResultsRetrieved', 'True', 'ResultsRetrieved', `${outcome.files} files (${outcome.bytes} bytes) verified in ${outcome.location}`, obs.run.generation, obs.now);
+  // Stamped when verified: a large retrieval ends long after the reconcile began.
+  status.results = { files: outcome.files, bytes: outcome.bytes, location: outcome.location, retrievedAt: outcome.verifiedAt.toISOString() };
+  setCondition(status, 'ResultsRetrieved', 'True', 'ResultsRetrieved', `${outcome.files} files (${outcome.bytes} bytes) verified in ${outcome.location}`, obs.run.generation, outcome.verifiedAt);
   const keep = obs.spec.ok && obs.spec.spec.keepPod;
   if (!keep && status.pod) status.pod.state = 'Deleting';
   phase(ctx, 'Retrieving', 'Retrieving', keep ? 'results verified; the pod is kept (keepPod)' : 'results verified; deleting the pod');

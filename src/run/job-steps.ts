@@ -65,7 +65,7 @@ export async function retrieveResults(ssh: SshConnection, spec: RunpodRunSpec, l
     await commitResults(staging, location);
     const marked = await execChecked(ssh, markRetrievedCommand({ runDir }), 'marking the results retrieved', commandTimeout);
     parseAck(marked.stdout.toString('utf8'), RETRIEVED_TAG);
-    return { kind: 'verified', files: retrieved.files, bytes: retrieved.bytes, location };
+    return { kind: 'verified', files: retrieved.files, bytes: retrieved.bytes, location, verifiedAt: new Date() };
   } catch (error) {
     await discardStaging(staging);
     throw error;

@@ -342,7 +342,8 @@ describe('decide: the job on a ready pod', () => {
     for (const [code, reason] of [[0, 'Succeeded'], [3, 'JobFailed']] as const) {
       const obs = observe({ ...listed(), podState: state({}, { status: 'exited', startedAt: 1, endedAt: 2, exitCode: code }) }, readyStatus());
       const exited = decide(obs);
-      applyRetrievalOutcome(obs, exited.status, { kind: 'verified', files: 2, bytes: 10, location: '/results/x' });
+      applyRetrievalOutcome(obs, exited.status, { kind: 'verified', files: 2, bytes: 10, location: '/results/x', verifiedAt: at(6) });
+      assert.equal(exited.status.results?.retrievedAt, at(6).toISOString());
       assert.equal(exited.status.pod?.state, 'Deleting');
       assert.ok(exited.status.conditions?.some((c) => c.type === 'ResultsRetrieved' && c.status === 'True'));
       const deleting = decide(observe({ ...listed(6) }, exited.status));
