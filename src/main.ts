@@ -1,6 +1,7 @@
 // Entry point: config → wiring → run. Only the leader (a Lease) runs the queue, the pod observers
 // and the sweeper; a lost lease ends the process so that a fresh start re-observes everything.
 import { hostname } from 'node:os';
+import { isDeepStrictEqual } from 'node:util';
 import { CoreV1Api, KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { group, plural, version, type RunpodRun } from './api/runpodrun.ts';
 import { loadConfig, type Config } from './config.ts';
@@ -8,7 +9,7 @@ import { Controller } from './kube/controller.ts';
 import { EventRecorder } from './kube/events.ts';
 import { keyOf } from './kube/keys.ts';
 import { LeaderElector } from './kube/leader.ts';
-import { keyHandlers, Reflector, resourcePath } from './kube/reflector.ts';
+import { Reflector, resourcePath } from './kube/reflector.ts';
 import { createLogger, type Logger } from './log.ts';
 import { Accounts } from './run/accounts.ts';
 import { RunReconciler } from './run/reconciler.ts';
@@ -28,6 +29,15 @@ export interface StartOptions {
   logger?: Logger;
   /** Leadership was lost: the process must not go on working (default: exit 1, so a fresh start re-observes all). */
   onLostLeadership?: () => void;
+}
+
+/**
+ * Our own status writes come back as updates; every step already requeues itself, so only a periodic
+ * resync (the same object again) or a change made by someone else needs a reconcile now.
+ */
+function needsReconcile(old: RunpodRun, run: RunpodRun): boolean {
+  const userVisible = (r: RunpodRun) => [r.metadata.generation, r.metadata.deletionTimestamp, r.metadata.finalizers, r.metadata.annotations];
+  return old === run || !isDeepStrictEqual(userVisible(old), userVisible(run));
 }
 
 /** Starts the controller; resolves once it runs (as leader, or waiting to become one). */
@@ -61,14 +71,14 @@ export async function startController(config: Config, options: StartOptions = {}
       name: 'runpodrun', log: logger, maxConcurrentReconciles: config.maxConcurrentReconciles,
       reconcile: (key) => reconciler.reconcile(key),
     });
-    const enqueue = keyHandlers((key) => controller?.enqueue(key));
+    const enqueue = (run: RunpodRun & KubernetesObject) => controller?.enqueue(keyOf(run));
     reflector = new Reflector<RunpodRun & KubernetesObject>({
       kubeConfig, log: logger, resyncMs: 5 * 60_000,
       path: resourcePath({ group, version, plural, namespace: config.namespace }),
       handlers: {
-        onAdd: (run) => { runUids.set(run.metadata.uid, keyOf(run)); enqueue.onAdd?.(run); },
-        onUpdate: (old, run) => { runUids.set(run.metadata.uid, keyOf(run)); enqueue.onUpdate?.(old, run); },
-        onDelete: (run) => { runUids.delete(run.metadata.uid); enqueue.onDelete?.(run); },
+        onAdd: (run) => { runUids.set(run.metadata.uid, keyOf(run)); enqueue(run); },
+        onUpdate: (old, run) => { if (needsReconcile(old, run)) enqueue(run); },
+        onDelete: (run) => { runUids.delete(run.metadata.uid); enqueue(run); },
       },
     });
     reflector.start();
