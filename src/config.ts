@@ -46,7 +46,7 @@ const flags = {
   'watchdog-period': 'watchdogPeriod',
 } as const satisfies Record<string, keyof Config>;
 
-export const envName = (flag: string): string => `RUNPOD_OPERATOR_${flag.toUpperCase().replaceAll('-', '_')}`;
+const envName = (flag: string): string => `RUNPOD_OPERATOR_${flag.toUpperCase().replaceAll('-', '_')}`;
 
 /** Reads flags and environment; throws an Error that names every bad setting. */
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): Config {

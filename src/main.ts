@@ -17,7 +17,7 @@ import { Sweeper } from './run/sweeper.ts';
 
 export interface RunningController { stop(): Promise<void> }
 
-export function loadKubeConfig(config: Config): KubeConfig {
+function loadKubeConfig(config: Config): KubeConfig {
   const kubeConfig = new KubeConfig();
   if (config.kubeconfig) kubeConfig.loadFromFile(config.kubeconfig);
   else if (process.env.KUBERNETES_SERVICE_HOST) kubeConfig.loadFromCluster();

@@ -3,7 +3,7 @@
 // terminal failure, plus the progress conditions PodReady, JobStarted, ResultsRetrieved.
 import type { Condition, Phase, Reason, RunpodRunStatus } from '../api/status.ts';
 
-export const terminalPhases: readonly Phase[] = ['Succeeded', 'Failed'];
+const terminalPhases: readonly Phase[] = ['Succeeded', 'Failed'];
 export const isTerminal = (phase: Phase | undefined): boolean => phase !== undefined && terminalPhases.includes(phase);
 
 type ConditionStatus = Condition['status'];

@@ -12,9 +12,9 @@ import type { Phase, Reason, RunpodRunStatus } from '../api/status.ts';
 import type { RunpodRunSpec } from '../api/spec.ts';
 
 /** Attempts a run may make before it gives up (bounded status size). */
-export const maxAttempts = 32;
+const maxAttempts = 32;
 /** Spacing between the looks that confirm a pod is gone. */
-export const lookSpacingMs = 2000;
+const lookSpacingMs = 2000;
 /** How often an unanswered ambiguous create may be retried on the same GPU type. */
 const lostCreateRetries = 2;
 
@@ -262,7 +262,7 @@ export function podName(runName: string, attempt: number): string {
   return `${runName.slice(0, 60)}-${attempt}`;
 }
 
-export function podStatusFrom(pod: PodView, gpuType: string, obs: Observation): NonNullable<RunpodRunStatus['pod']> {
+function podStatusFrom(pod: PodView, gpuType: string, obs: Observation): NonNullable<RunpodRunStatus['pod']> {
   const createdAt = pod.createdAt ?? obs.now.toISOString();
   const maxRuntimeMs = obs.spec.ok ? obs.spec.spec.limits.maxRuntimeSeconds * 1000 : 0;
   return {
@@ -509,6 +509,6 @@ function updateCost(ctx: Context): void {
 }
 
 /** Cents: finer would rewrite the status on every poll for no reader's benefit. */
-export function formatUsd(value: number): string {
+function formatUsd(value: number): string {
   return value.toFixed(2);
 }

@@ -10,7 +10,7 @@ export interface SshSecret { clientPrivateKey: string; clientPublicKey: string; 
 
 const sshKeys = { clientPrivateKey: 'client-key', clientPublicKey: 'client-key.pub', hostPrivateKey: 'host-key', hostPublicKey: 'host-key.pub' } as const;
 
-export const sshSecretName = (run: string): string => `${run}-ssh`;
+const sshSecretName = (run: string): string => `${run}-ssh`;
 
 export class RunApi {
   #objects: CustomObjectsApi;

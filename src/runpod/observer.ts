@@ -1,16 +1,11 @@
 // One pod list per account per poll interval, shared by every run of that account: runs read their
 // pods from the last snapshot instead of each asking Runpod (v2 allows ~60 calls a minute).
 import type { Logger } from '../log.ts';
+import { POD_ENV } from '../pod/protocol.ts';
 import type { RunpodClient } from './client.ts';
 import { isRunpodError } from './errors.ts';
 import type { Pod } from './schemas.ts';
 
-/** Env markers every pod we create carries; a pod without our cluster's marker is never ours. */
-export const markers = {
-  cluster: 'RUNPOD_OPERATOR_CLUSTER',
-  run: 'RUNPOD_OPERATOR_RUN',
-  attempt: 'RUNPOD_OPERATOR_ATTEMPT',
-} as const;
 
 export interface PodSnapshot {
   listedAt: Date;
@@ -90,8 +85,9 @@ export class PodObserver {
   #publish(listedAt: Date, pods: Pod[]): void {
     const byRun = new Map<string, Pod[]>();
     for (const pod of pods) {
-      if (pod.env[markers.cluster] !== this.#options.clusterId) continue;
-      const uid = pod.env[markers.run];
+      // A pod without our cluster's marker is never ours, whatever its name.
+      if (pod.env[POD_ENV.cluster] !== this.#options.clusterId) continue;
+      const uid = pod.env[POD_ENV.run];
       if (!uid) continue;
       byRun.set(uid, [...(byRun.get(uid) ?? []), pod]);
     }

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLogger } from '../../src/log.ts';
-import { markers } from '../../src/runpod/observer.ts';
+import { POD_ENV } from '../../src/pod/protocol.ts';
 import { Accounts } from '../../src/run/accounts.ts';
 import { Sweeper } from '../../src/run/sweeper.ts';
 import { assertNoLeaks, simPods } from '../runpod-sim/client.ts';
@@ -19,7 +19,7 @@ test('the sweeper deletes only pods of this cluster whose run no longer exists',
     const { client } = accounts.get(apiKey);
     const create = (name: string, cluster: string, run: string) => client.createPod({
       name, image: 'img', gpu: { id: 'NVIDIA A40', count: 1 }, args: 'sleep 600',
-      env: { [markers.cluster]: cluster, [markers.run]: run },
+      env: { [POD_ENV.cluster]: cluster, [POD_ENV.run]: run },
     });
     const orphan = await create('gone-1', 'cluster-a', 'uid-gone');
     const live = await create('live-1', 'cluster-a', 'uid-live');
