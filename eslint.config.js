@@ -2,6 +2,15 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/** One layer's forbidden imports (flat config merges rules per file, so each layer is its own block). */
+// A later block's options replace an earlier one's for the same rule, so every layer repeats the
+// product-wide ban.
+const productWide = { group: ['**/test/**', '**/runpod-sim/**', '**/bench/**'], message: 'the product never imports the tests or the simulator' };
+function layer(files, group, message) {
+  const patterns = group.length === 0 ? [productWide] : [productWide, { group, message }];
+  return [{ files: [files], rules: { 'no-restricted-imports': ['error', { patterns }] } }];
+}
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'crds/**', 'deploy/**'] },
   js.configs.recommended,
@@ -29,5 +38,16 @@ export default tseslint.config(
       '@typescript-eslint/no-unsafe-argument': 'off',
     },
   },
+  // The layering of DESIGN.md §2, checked rather than remembered. Each layer names what it must not
+  // reach; a relative import like '../run/x.ts' matches '**/run/**'.
+  ...layer('src/**/*.ts', [], ''),
+  ...layer('src/kube/**/*.ts', ['**/api/**', '**/run/**', '**/runpod/**', '**/pod/**', '**/ssh/**', '**/results/**'],
+    'the controller runtime knows no run, no Runpod and no pod'),
+  ...layer('src/runpod/**/*.ts', ['**/kube/**', '**/api/**', '**/run/**', '**/ssh/**', '**/results/**', '@kubernetes/*'],
+    'the Runpod client knows no Kubernetes and no run'),
+  ...layer('src/{ssh,results}/**/*.ts', ['**/kube/**', '**/api/**', '**/run/**', '**/runpod/**', '@kubernetes/*'],
+    'SSH and the result stores know neither Kubernetes nor Runpod'),
+  ...layer('src/pod/**/*.ts', ['**/kube/**', '**/api/**', '**/run/**', '**/runpod/**', '@kubernetes/*'],
+    'the pod side knows only its protocol and SSH'),
   { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },
 );
