@@ -88,7 +88,7 @@ after(async () => {
 });
 
 void describe('the judge itself', () => {
-  void it('reports a response that breaks the Pod schema, and a create with a field the spec lacks', async () => {
+  void it('reports a response that breaks the Pod schema, a create with a field the spec lacks, an answer it made up', async () => {
     const broken = await canary('broken-pod', 'GET', `/pods/${CANARY_POD_ID}`);
     assert.equal(broken.status, 200);
     const pod = canaryExchange('broken-pod');
@@ -101,6 +101,10 @@ void describe('the judge itself', () => {
     assert.equal(v1.status, 422);
     const exchange = canaryExchange('v1-field');
     assert.deepEqual(exchange.violations.map((v) => [v.location.join('.'), v.code]), [['request.body', 'unevaluatedProperties']], 'only the request is at fault; the 422 answer fits the spec');
+
+    // The simulator answers PATCH 501 (not implemented); Prism then serves a mock of its own instead.
+    await canary('remock', 'PATCH', '/pods/doesnotexist00', { name: 'renamed' });
+    assert.ok(canaryExchange('remock').violations.some((v) => v.message === 'answered by Prism itself, not by the simulator'), JSON.stringify(canaryExchange('remock')));
     assert.deepEqual(judge.violations(), [], 'canaries are kept apart from the traffic under judgement');
   });
 

@@ -12,9 +12,8 @@
 // Why not `--errors`: with it Prism answers a request it finds invalid itself, so the simulator's
 // answer to that request is never judged, and it refuses a path the spec lacks instead of forwarding
 // it. Without it Prism changes no traffic and reports everything in the header, which the recorder
-// reads for every exchange; a test then fails on any violation (assertNoViolations). One distortion
-// remains: Prism answers an upstream 501 with a mock of its own, so a call the simulator does not
-// implement (PATCH /v2/pods/{id}) must not go through the judge.
+// reads for every exchange; a test then fails on any violation (assertNoViolations), and on any
+// answer Prism made up itself (its own errors; the mock it serves when upstream answers 501).
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -33,6 +32,7 @@ const PRISM_CLI = fileURLToPath(new URL('../../node_modules/@stoplight/prism-cli
 export const CANARY_POD_ID = 'judgecanary000';
 /** A request carrying this header is a deliberate violation: kept apart from the run's traffic. */
 export const CANARY_HEADER = 'x-judge-canary';
+const TAP_HEADER = 'x-judge-tap';
 
 const violationSchema = z.object({
   location: z.array(z.string()),
@@ -85,6 +85,9 @@ export async function startPrismJudge(options: PrismJudgeOptions = {}): Promise<
   const dir = mkdtempSync(join(tmpdir(), 'prism-judge-'));
   let upstream: URL | undefined;
   const tap = await listen(createServer((req, res) => {
+    // Every answer that passed the tap is marked, so the recorder knows one Prism made up (its own
+    // error, or the mock it serves for an upstream 501) from one the simulator gave.
+    res.setHeader(TAP_HEADER, 'passed');
     if (req.method === 'GET' && req.url === `/v2/pods/${CANARY_POD_ID}`) return sendJson(res, 200, { id: CANARY_POD_ID, status: 'SLEEPING' });
     if (!upstream) return sendJson(res, 503, { title: 'no simulator behind the judge', status: 503 });
     forward(req, res, upstream, () => undefined);
@@ -115,8 +118,9 @@ export async function startPrismJudge(options: PrismJudgeOptions = {}): Promise<
     const canary = req.headers[CANARY_HEADER];
     const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname;
     forward(req, res, new URL(`http://127.0.0.1:${prismPort}/`), (status, headers) => {
+      const madeUp: Violation[] = headers[TAP_HEADER] === undefined ? [{ location: ['response'], severity: 'Error', message: 'answered by Prism itself, not by the simulator' }] : [];
       exchanges.push({
-        method: req.method ?? 'GET', path, status, violations: parseViolations(headers['sl-violations']),
+        method: req.method ?? 'GET', path, status, violations: [...parseViolations(headers['sl-violations']), ...madeUp],
         ...(typeof canary === 'string' ? { canary } : {}),
       });
     });
