@@ -29,6 +29,12 @@ export interface StartOptions {
   logger?: Logger;
   /** Leadership was lost: the process must not go on working (default: exit 1, so a fresh start re-observes all). */
   onLostLeadership?: () => void;
+  /**
+   * The Runpod API URL written into pods for their watchdog (default: config.runpodApiUrl). Differs
+   * only when the controller reaches Runpod through something pods cannot reach (a test's validating
+   * proxy in front of the simulator).
+   */
+  podApiUrl?: string;
 }
 
 /**
@@ -57,7 +63,7 @@ export async function startController(config: Config, options: StartOptions = {}
     onPodsChanged: (uids) => uids.forEach((uid) => { const key = runUids.get(uid); if (key) controller?.enqueue(key); }),
   });
   const reconciler = new RunReconciler({
-    kubeConfig, accounts, clusterId, runpodApiUrl: config.runpodApiUrl, resultsDir: config.resultsDir, watchdogPeriodMs: config.watchdogPeriod, logger,
+    kubeConfig, accounts, clusterId, runpodApiUrl: options.podApiUrl ?? config.runpodApiUrl, resultsDir: config.resultsDir, watchdogPeriodMs: config.watchdogPeriod, logger,
     events: new EventRecorder({ kubeConfig, logger, reportingInstance: identity }),
     settings: { ambiguousLookupMs: 2 * config.pollInterval, deadlineMarginMs: config.deadlineMargin, goneLooks: 3, pollIntervalMs: config.pollInterval },
   });

@@ -35,7 +35,11 @@ export interface World {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-export interface WorldOptions { sim?: SimConfigInput; pollInterval?: string; deadlineMargin?: string; watchdogPeriod?: string }
+export interface WorldOptions {
+  sim?: SimConfigInput; pollInterval?: string; deadlineMargin?: string; watchdogPeriod?: string;
+  /** What the controller calls instead of this world's simulator (a validating proxy in front of it); pods still call the simulator. */
+  apiFront?: (sim: RunningSimulator) => string;
+}
 
 export async function startWorld(prefix: string, options: WorldOptions = {}): Promise<World> {
   const { kubeConfig, kubeconfigPath } = await testCluster();
@@ -54,13 +58,13 @@ export async function startWorld(prefix: string, options: WorldOptions = {}): Pr
     namespace, sim, clusterId, logLines,
     async startController() {
       const config = configSchema.parse({
-        kubeconfig: kubeconfigPath, namespace, clusterId, runpodApiUrl: sim.baseUrl,
+        kubeconfig: kubeconfigPath, namespace, clusterId, runpodApiUrl: options.apiFront?.(sim) ?? sim.baseUrl,
         pollInterval: options.pollInterval ?? '2s', deadlineMargin: options.deadlineMargin ?? '5s',
         leaderElect: 'true', leaseNamespace: namespace, logLevel: 'debug', resultsDir,
         ...(options.watchdogPeriod ? { watchdogPeriod: options.watchdogPeriod } : {}),
       });
       const logger = createLogger('debug', { write: (line: string) => { logLines.push(line); } });
-      controller = await startController(config, { logger, onLostLeadership: () => logLines.push('{"msg":"lost leadership"}') });
+      controller = await startController(config, { logger, podApiUrl: sim.baseUrl, onLostLeadership: () => logLines.push('{"msg":"lost leadership"}') });
     },
     async stopController() {
       await controller?.stop();
