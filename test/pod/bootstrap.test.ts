@@ -23,7 +23,7 @@ after(() => {
 async function pathWithout(root: string, lacking: string[]): Promise<string> {
   const bin = join(root, 'bin');
   mkdirSync(bin);
-  for (const tool of [...IMAGE_REQUIREMENTS, 'dash', 'bash', 'env']) {
+  for (const tool of [...IMAGE_REQUIREMENTS, 'curl', 'dash', 'bash', 'env']) {
     if (lacking.includes(tool)) continue;
     const found = await run(['sh', '-c', `command -v ${tool}`]);
     const target = found.stdout.trim();
