@@ -106,6 +106,7 @@ http_python3() {
 http_wget() {
   d=''
   for t in /dev/shm /tmp; do
+    rm -rf "$t/runpod-operator-wget.$$" 2>/dev/null
     if mkdir -m 700 "$t/runpod-operator-wget.$$" 2>/dev/null; then d=$t/runpod-operator-wget.$$; break; fi
   done
   [ -n "$d" ] || return 90

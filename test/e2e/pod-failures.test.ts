@@ -61,3 +61,17 @@ describe('a pod key that may not delete its pod (API-NOTES §4.1)', () => {
       }, { deadlineMargin: `${margin}s`, watchdogPeriod: '1s', sim: { podKeys: { refuse: [...refuse] } } }));
   }
 });
+
+describe('an image the watchdog cannot call Runpod from', () => {
+  test('no curl, python3 or GNU wget: the status says exactly that, no job is started, the controller deletes the pod', () =>
+    withWorld('no-http', async (world) => {
+      await world.apply(runManifest('nohttp', { ...sleeper, image: 'bare:1' }));
+      const run = await world.waitForRun('nohttp', 'Failed', ended, 90_000);
+      assert.equal(run.status?.reason, 'BootFailed', JSON.stringify(run.status));
+      assert.match(run.status?.message ?? '', /the image lacks curl \(or python3, or GNU wget\): the watchdog cannot call Runpod/);
+      assert.equal(run.status?.job?.startedAt, undefined, 'a pod that cannot delete itself gets no job');
+      await world.waitForRun('nohttp', 'pod deleted', (r) => r.status?.pod?.state === 'Deleted', 30_000);
+      assert.equal((await simPods(world.sim.adminUrl))[0]?.deletedBy, 'account');
+      await world.deleteRun('nohttp');
+    }, { sim: { images: { 'bare:1': { withoutCommands: ['curl', 'python3', 'wget'] } } } }));
+});
