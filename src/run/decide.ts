@@ -445,7 +445,8 @@ function whyThePodWent(ctx: Context, deadline: number, how: 'disappeared' | 'EXI
   const now = obs.now.getTime();
   const name = status.pod?.name ?? '';
   // A watchdog whose key may not delete stops the pod instead: EXITED.
-  const by = how === 'disappeared' ? 'was deleted by its watchdog' : `went ${how} (a watchdog whose key may not delete stops its pod)`;
+  const by = how === 'disappeared' ? 'was deleted by its watchdog'
+    : how === 'EXITED' ? 'went EXITED (a watchdog whose key may not delete stops its pod)' : 'went ERROR';
   // The watchdog's deadline was counted from the create request (attempt.time), a moment before Runpod's createdAt.
   const attempt = status.attempts?.find((a) => a.podId === status.pod?.id);
   const watchdogDeadline = attempt && limits ? Math.floor(Date.parse(attempt.time) / 1000) * 1000 + limits.maxRuntimeSeconds * 1000 : deadline;
