@@ -21,9 +21,9 @@ POD_ID=${RUNPOD_POD_ID:-unknown}
 SSH_ETC=/etc/ssh/runpod-operator
 HOST_KEY_FILE=$SSH_ETC/host_key
 SSHD_CONFIG=$SSH_ETC/sshd_config
-# Checked, not assumed: the first seven are the image contract; the rest are what these scripts
-# and the controller's commands use.
-REQUIRED='sh sshd curl sha256sum setsid tar base64 awk sed grep tr tail cat date sleep mkdir chmod mv rm'
+# Checked, not assumed: the first six are the image contract; the rest are what these scripts
+# and the controller's commands use. Plus an HTTP client for the watchdog (step 3).
+REQUIRED='sh sshd sha256sum setsid tar base64 awk sed grep tr tail cat date sleep mkdir chmod mv rm'
 NL='
 '
 
@@ -107,8 +107,16 @@ for tool in $REQUIRED; do
   fi
   command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
 done
+# The watchdog calls Runpod with curl, else python3, else GNU wget (BusyBox wget cannot send DELETE).
+# Without one the pod cannot delete itself: that failure is recorded only once sshd runs (step 8), so
+# that the controller can read why and delete the pod itself.
+no_http=''
+if ! command -v curl >/dev/null 2>&1 && ! python3 -c 'import urllib.request' >/dev/null 2>&1 &&
+  ! { wget --version 2>/dev/null | grep -q 'GNU Wget'; }; then
+  no_http='curl (or python3, or GNU wget): the watchdog cannot call Runpod'
+fi
 if [ -n "$missing" ]; then
-  fail "the image lacks:$missing"
+  fail "the image lacks:$missing${no_http:+, and $no_http}"
 fi
 SSHD=/usr/sbin/sshd
 [ -x "$SSHD" ] || SSHD=$(command -v sshd)
@@ -219,6 +227,9 @@ if ! {
 fi
 
 # 8. The verdict, then the watchdog.
+if [ -n "$no_http" ]; then
+  fail "the image lacks $no_http"
+fi
 if ! put "$POD/bootstrap" ok || [ ! -s "$POD/bootstrap" ]; then
   fail 'cannot record the bootstrap verdict'
 fi

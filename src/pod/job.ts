@@ -7,7 +7,7 @@
 // session of its own too, so that a cancel signals the job's process group and never the supervisor.
 import { z } from 'zod';
 import { shellJoin, shellQuote } from '../ssh/shell.ts';
-import { DEFAULT_RUN_DIR, POD_FILES } from './protocol.ts';
+import { DEFAULT_RUN_DIR, DELETE_RULES, POD_FILES, type DeleteRule } from './protocol.ts';
 
 /** The shells the on-pod scripts are written for (all POSIX sh). */
 export const POD_SHELLS = ['sh', 'dash', 'bash --posix'] as const;
@@ -201,7 +201,7 @@ export type PodStateOptions = z.input<typeof stateOptionsSchema>;
 /**
  * One short command for a poll: the verdicts, the job's state and the end of its log, on one line
  * `runpod-operator-state v=1 now=… bootstrap=<b64|-> watchdog=<b64|-> job=<none|starting|running|
- * exited|lost> started=… ended=… exit=… pid=… cancelled=0|1 retrieved=0|1 keep=0|1|- log=<b64|->`
+ * exited|lost> started=… ended=… exit=… pid=… cancelled=0|1 retrieved=0|1 keep=0|1|- delete=<b64|-> log=<b64|->`
  * (numbers or `-`; free text in base64). Read-only.
  */
 export function podStateCommand(options: PodStateOptions = {}): string {
@@ -229,9 +229,12 @@ export function podStateCommand(options: PodStateOptions = {}): string {
     `if [ -f ${F.jobLog} ]; then log=$(tail -c ${logTailBytes} ${F.jobLog} | base64 | tr -d '\\n'); fi`,
     `echo "${STATE_TAG} v=1 now=$now bootstrap=$(b64 ${F.bootstrapVerdict}) watchdog=$(b64 ${F.watchdogVerdict}) job=$job` +
       ` started=$started ended=$(num ${F.jobEnded}) exit=$(num ${F.jobExit}) pid=$(num ${F.jobPid})` +
-      ` cancelled=$(flag ${F.jobCancelled}) retrieved=$(flag ${F.retrieved}) keep=$keep log=$log"`,
+      ` cancelled=$(flag ${F.jobCancelled}) retrieved=$(flag ${F.retrieved}) keep=$keep delete=$(b64 ${F.deleteFailed}) log=$log"`,
   ].join('\n');
 }
+
+/** Why the watchdog wanted the pod gone ('unknown' for a rule this controller does not know) and what refused it. */
+export interface DeleteFailure { rule: DeleteRule | 'unknown'; at: number | null; detail: string }
 
 /** A verdict file: absent while its step runs, then "ok" or "failed: <reason>". */
 export type Verdict = { status: 'pending' } | { status: 'ok' } | { status: 'failed'; reason: string };
@@ -254,6 +257,8 @@ export interface PodState {
   retrieved: boolean;
   /** keepPod as last set on the pod; null = never set (the create env decides). */
   keep: boolean | null;
+  /** The watchdog's last failed delete (.pod/watchdog.delete): the controller must delete the pod. */
+  deleteFailed: DeleteFailure | null;
   /** The end of the job's log (UTF-8, possibly cut mid-character at its start). */
   logTail: string;
 }
@@ -275,6 +280,8 @@ const stateFieldsSchema = z.object({
   cancelled: flagField,
   retrieved: flagField,
   keep: z.enum(['0', '1', '-']).transform((keep) => (keep === '-' ? null : keep === '1')),
+  // Absent from an older state command's line.
+  delete: base64Field.optional(),
   log: base64Field,
 });
 
@@ -284,6 +291,16 @@ export function parseVerdict(text: string | null): Verdict {
   if (line === 'ok') return { status: 'ok' };
   if (line.startsWith('failed:')) return { status: 'failed', reason: line.slice('failed:'.length).trim() };
   return { status: 'failed', reason: `unrecognised verdict: ${JSON.stringify(line.slice(0, 200))}` };
+}
+
+/** "<rule> <unix> <detail>", as the watchdog writes .pod/watchdog.delete. */
+export function parseDeleteFailure(text: string): DeleteFailure {
+  const [rule = '', at = '', ...rest] = text.trim().split(' ');
+  return {
+    rule: (DELETE_RULES as readonly string[]).includes(rule) ? (rule as DeleteRule) : 'unknown',
+    at: /^\d{1,15}$/.test(at) ? Number(at) : null,
+    detail: rest.join(' ').slice(0, 1000),
+  };
 }
 
 /** Parses podStateCommand's line (throws a ZodError on anything else). */
@@ -307,6 +324,7 @@ export function parsePodState(stdout: string): PodState {
       job: { status: 'none', startedAt: null, endedAt: null, exitCode: null, pid: null, cancelled: false },
       retrieved: false,
       keep: null,
+      deleteFailed: null,
       logTail: '',
     };
   }
@@ -319,6 +337,7 @@ export function parsePodState(stdout: string): PodState {
     job: { status: f.job, startedAt: f.started, endedAt: f.ended, exitCode: f.exit, pid: f.pid, cancelled: f.cancelled },
     retrieved: f.retrieved,
     keep: f.keep,
+    deleteFailed: f.delete ? parseDeleteFailure(f.delete) : null,
     logTail: f.log ?? '',
   };
 }

@@ -41,6 +41,11 @@ export const POD_FILES = {
   jobLog: '.pod/job.log',
   /** Marker: the controller retrieved and verified the results; the watchdog deletes the pod. */
   retrieved: '.pod/retrieved',
+  /**
+   * The watchdog could not delete the pod: "<rule> <unix time> <what each way answered>", rule one of
+   * DELETE_RULES. The controller then deletes the pod itself at once.
+   */
+  deleteFailed: '.pod/watchdog.delete',
   /** keepPod as the controller last set it: "0" = not kept, anything else = kept. Absent: the create env decides. */
   keep: '.pod/keep',
 } as const;
@@ -74,15 +79,25 @@ export const RUNPOD_ENV = { podId: 'RUNPOD_POD_ID', apiKey: 'RUNPOD_API_KEY' } a
 
 /**
  * What the bootstrap checks the image for (all missing ones are reported at once). The first
- * seven are the image contract; the rest are what the scripts and the job commands use.
+ * six are the image contract; the rest are what the scripts and the job commands use.
  */
 export const IMAGE_REQUIREMENTS = [
-  'sh', 'sshd', 'curl', 'sha256sum', 'setsid', 'tar', 'base64',
+  'sh', 'sshd', 'sha256sum', 'setsid', 'tar', 'base64',
   'awk', 'sed', 'grep', 'tr', 'tail', 'cat', 'date', 'sleep', 'mkdir', 'chmod', 'mv', 'rm',
 ] as const;
 
+/**
+ * The watchdog's HTTP clients, in the order it picks them; the image needs one. python3 needs its
+ * urllib (not in Debian's python3-minimal alone); wget must be GNU Wget (BusyBox wget cannot DELETE).
+ */
+export const HTTP_CLIENTS = ['curl', 'python3', 'wget'] as const;
+
 /** Watchdog defaults (seconds) when the env leaves a setting out. */
 export const WATCHDOG_DEFAULTS = { periodSeconds: 10, bootGraceSeconds: 1800, retrieveGraceSeconds: 3600 } as const;
+
+/** Why the watchdog wanted the pod gone, as it records it in .pod/watchdog.delete. */
+export const DELETE_RULES = ['bootstrap', 'config', 'deadline', 'cost-cap', 'retrieved', 'retrieve-grace', 'boot-grace'] as const;
+export type DeleteRule = (typeof DELETE_RULES)[number];
 
 /** Where sshd's pinned host key and configuration live on the pod. */
 export const SSHD_HOST_KEY_PATH = '/etc/ssh/runpod-operator/host_key';

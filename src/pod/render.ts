@@ -38,7 +38,7 @@ export type RenderArgsOptions = z.input<typeof renderArgsOptionsSchema>;
  * The create call's `args`, which Runpod runs as `sh -c "<args>"`: one line that execs the chosen
  * shell on the bootstrap text and hands it the watchdog text as an argument. Nothing to decode and
  * no file to write before the bootstrap has checked the image, so even an image without base64 or
- * a writable /tmp gets its failure recorded and its pod deleted (when curl exists).
+ * a writable /tmp gets its failure recorded and its pod deleted (when it has an HTTP client).
  */
 export function renderPodArgs(options: RenderArgsOptions = {}): string {
   const { shell } = renderArgsOptionsSchema.parse(options);

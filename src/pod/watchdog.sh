@@ -78,8 +78,51 @@ read_uint() {
   if is_uint "$v"; then printf '%s' "$v"; fi
 }
 
-# api METHOD PATH [JSON]: sets API_CODE (000 = no answer), API_RC (curl's exit code) and API_BODY.
-# The key reaches curl only through its config on stdin: never argv, a file or a log line.
+# The HTTP client: curl, else python3 (urllib), else GNU wget (BusyBox wget cannot send DELETE).
+# None: the watchdog cannot call Runpod (the bootstrap reports it; the controller deletes the pod).
+NO_HTTP='the image lacks curl (or python3, or GNU wget): the watchdog cannot call Runpod'
+HTTP=''
+if command -v curl >/dev/null 2>&1; then
+  HTTP=curl
+elif python3 -c 'import urllib.request' >/dev/null 2>&1; then
+  HTTP=python3
+elif wget --version 2>/dev/null | grep -q 'GNU Wget'; then
+  HTTP=wget
+fi
+
+# Each prints the body, a newline and the HTTP status. The key reaches curl through its config on
+# stdin and python3 through its env (never argv or a log line); wget reads headers only from argv
+# or a regular file, so it gets a 0600 file in a private tmpfs directory that lives for the call.
+# Redirects are never followed with the key; 10 s timeouts.
+http_curl() {
+  printf 'header = "Authorization: Bearer %s"\n' "$RUNPOD_API_KEY" |
+    curl -s --max-time 10 -K - -A "$UA" -X "$1" -H 'Accept: application/json' \
+      ${3+-H 'Content-Type: application/json' --data "$3"} -w "$NL%{http_code}" "$API$2" 2>/dev/null
+}
+http_python3() {
+  python3 -c 'import os,sys,urllib.request as u;a=sys.argv;P=type("P",(u.HTTPErrorProcessor,),{"http_response":lambda s,q,r:r,"https_response":lambda s,q,r:r});d=a[4].encode() if len(a)>4 else None;h={"Authorization":"Bearer "+os.environ["RUNPOD_API_KEY"],"Accept":"application/json","User-Agent":a[1]};h.update({"Content-Type":"application/json"} if d else {});r=u.build_opener(P).open(u.Request(a[3],data=d,headers=h,method=a[2]),timeout=10);sys.stdout.write(r.read().decode("utf-8","replace")+"\n"+str(r.status))' \
+    "$UA" "$1" "$API$2" ${3+"$3"} 2>/dev/null
+}
+http_wget() {
+  d=''
+  for t in /dev/shm /tmp; do
+    rm -rf "$t/runpod-operator-wget.$$" 2>/dev/null
+    if mkdir -m 700 "$t/runpod-operator-wget.$$" 2>/dev/null; then d=$t/runpod-operator-wget.$$; break; fi
+  done
+  [ -n "$d" ] || return 90
+  { printf 'header = Authorization: Bearer %s\n' "$RUNPOD_API_KEY" >"$d/rc"; } 2>/dev/null
+  h=$(wget --config="$d/rc" -O "$d/body" -S --content-on-error --max-redirect=0 --tries=1 --timeout=10 -U "$UA" \
+    --method="$1" --header='Accept: application/json' ${3+--header='Content-Type: application/json' --body-data="$3"} "$API$2" 2>&1 >/dev/null)
+  w=$?
+  rm -f "$d/rc"
+  c=$(printf '%s\n' "$h" | sed -n 's/^ *HTTP\/[0-9.]* \([0-9][0-9][0-9]\).*/\1/p' | tail -n 1)
+  b=$(cat "$d/body" 2>/dev/null)
+  rm -rf "$d"
+  printf '%s\n%s' "$b" "${c:-000}"
+  return $w
+}
+
+# api METHOD PATH [JSON]: sets API_CODE (000 = no answer), API_RC (the client's exit code) and API_BODY.
 api() {
   API_CODE=000
   API_RC=0
@@ -91,15 +134,15 @@ api() {
       return 1
       ;;
   esac
-  if [ $# -ge 3 ]; then
-    resp=$(printf 'header = "Authorization: Bearer %s"\n' "$RUNPOD_API_KEY" |
-      curl -s --max-time 10 -K - -A "$UA" -X "$1" -H 'Accept: application/json' \
-        -H 'Content-Type: application/json' --data "$3" -w "$NL%{http_code}" "$API$2" 2>/dev/null)
-  else
-    resp=$(printf 'header = "Authorization: Bearer %s"\n' "$RUNPOD_API_KEY" |
-      curl -s --max-time 10 -K - -A "$UA" -X "$1" -H 'Accept: application/json' \
-        -w "$NL%{http_code}" "$API$2" 2>/dev/null)
-  fi
+  case $HTTP in
+    curl) resp=$(http_curl "$@") ;;
+    python3) resp=$(http_python3 "$@") ;;
+    wget) resp=$(http_wget "$@") ;;
+    *)
+      API_RC=-2
+      return 1
+      ;;
+  esac
   API_RC=$?
   code=${resp##*"$NL"}
   case $code in
@@ -113,8 +156,10 @@ api() {
 api_failure() {
   if [ "$API_RC" = -1 ]; then
     printf 'RUNPOD_API_KEY is missing or malformed'
+  elif [ "$API_RC" = -2 ]; then
+    printf '%s' "$NO_HTTP"
   elif [ "$API_CODE" = 000 ]; then
-    printf 'no answer from %s (curl exit %s)' "$API" "$API_RC"
+    printf 'no answer from %s (%s exit %s)' "$API" "$HTTP" "$API_RC"
   else
     printf 'HTTP %s' "$API_CODE"
   fi
@@ -155,8 +200,8 @@ probe() {
       return
       ;;
   esac
-  if ! command -v curl >/dev/null 2>&1; then
-    VERDICT='failed: curl is missing'
+  if [ -z "$HTTP" ]; then
+    VERDICT="failed: $NO_HTTP"
     return
   fi
   try=1
@@ -192,35 +237,84 @@ probe() {
 }
 
 DELETED_AT=''
+REFUSED_AT=''
 
-# DELETE, falling back to the terminate action. 404 counts as done: the pod is gone already.
+# The pod is gone after this answer (404: it was gone already).
+gone() {
+  case $API_CODE in
+    2?? | 404) return 0 ;;
+  esac
+  return 1
+}
+
+# The key may not do this (as against "not now": no answer, 408, 429, 5xx), or no call can be made.
+refused() {
+  case $API_CODE in
+    401 | 403) return 0 ;;
+  esac
+  [ "$API_RC" = -1 ] || [ "$API_RC" = -2 ]
+}
+
+# Deletes the pod for rule $1 (reason $2): DELETE, else the terminate action. When the key may do
+# neither (API-NOTES: "delete permission varies by deployment"), stop: the GPUs are released, only
+# the disk bills. A delete that failed is recorded in .pod/watchdog.delete ("<rule> <unix> <why>"),
+# which the controller reads to delete the pod itself at once. Transient failures are retried every
+# period, refusals every 30 s; nothing waits on a delete that cannot happen.
 delete_pod() {
   if [ -n "$DELETED_AT" ] && [ $((NOW - DELETED_AT)) -lt 30 ]; then
     return 0
   fi
-  log "deleting the pod: $1"
+  if [ -n "$REFUSED_AT" ] && [ $((NOW - REFUSED_AT)) -lt 30 ]; then
+    return 1
+  fi
+  log "deleting the pod: $2"
   if [ -z "$POD_ID" ]; then
     log 'cannot delete: RUNPOD_POD_ID is not set'
+    put "$POD/watchdog.delete" "$1 $NOW RUNPOD_POD_ID is not set"
+    REFUSED_AT=$NOW
+    return 1
+  fi
+  if [ -z "$HTTP" ]; then
+    log "cannot delete: $NO_HTTP"
+    put "$POD/watchdog.delete" "$1 $NOW $NO_HTTP"
+    REFUSED_AT=$NOW
     return 1
   fi
   api DELETE "/pods/$POD_ID"
-  case $API_CODE in
-    200 | 202 | 204 | 404)
-      log "deleted: DELETE /pods/$POD_ID answered $API_CODE"
-      DELETED_AT=$NOW
-      return 0
-      ;;
-  esac
+  if gone; then
+    log "deleted: DELETE /pods/$POD_ID answered $API_CODE"
+    DELETED_AT=$NOW
+    return 0
+  fi
+  why="DELETE: $(api_failure)"
+  both=0
+  refused && both=1
   log "DELETE /pods/$POD_ID failed: $(api_failure); trying the terminate action"
   api POST "/pods/$POD_ID/action" '{"action":"terminate"}'
-  case $API_CODE in
-    2?? | 404)
-      log "deleted: terminate answered $API_CODE"
-      DELETED_AT=$NOW
-      return 0
-      ;;
-  esac
-  log "terminate failed: $(api_failure); trying again in $PERIOD s"
+  if gone; then
+    log "deleted: terminate answered $API_CODE"
+    DELETED_AT=$NOW
+    return 0
+  fi
+  why="$why; terminate: $(api_failure)"
+  refused || both=0
+  if [ "$both" = 0 ]; then
+    put "$POD/watchdog.delete" "$1 $NOW $why"
+    log "terminate failed: $(api_failure); trying again in $PERIOD s"
+    return 1
+  fi
+  # Recorded first: a stop that works ends this container (and this watchdog) with it.
+  put "$POD/watchdog.delete" "$1 $NOW $why; stopping the pod"
+  log "the pod key may not delete the pod ($why); stopping it, so that only its disk bills until the controller deletes it"
+  api POST "/pods/$POD_ID/action" '{"action":"stop"}'
+  if gone; then
+    log "stopped: stop answered $API_CODE"
+  else
+    why="$why; stop: $(api_failure)"
+    put "$POD/watchdog.delete" "$1 $NOW $why"
+    log "stop failed: $(api_failure); the controller must delete the pod; trying again in 30 s"
+  fi
+  REFUSED_AT=$NOW
   return 1
 }
 
@@ -271,11 +365,14 @@ spent() {
   awk -v c="$COST" -v s="$((NOW - CREATED))" 'BEGIN { printf "%.4f", c * s / 3600 }'
 }
 
-# The first reason to delete the pod now, or nothing.
+# The first reason to delete the pod now, or nothing; RULE names it in one word for the controller.
 REASON=''
+RULE=''
 decide() {
   REASON=''
+  RULE=''
   if [ -n "$BOOT_FAILED" ]; then
+    RULE=bootstrap
     REASON="the bootstrap failed: $BOOT_FAILED"
     return
   fi
@@ -286,22 +383,27 @@ decide() {
     return
   fi
   if [ "$DEADLINE_BAD" = 1 ]; then
+    RULE=config
     REASON="RUNPOD_OPERATOR_DEADLINE is not a unix time: $DEADLINE"
     return
   fi
   if [ "$COST_BAD" = 1 ]; then
+    RULE=config
     REASON="RUNPOD_OPERATOR_MAX_COST_USD is not a decimal amount: $MAX_COST"
     return
   fi
   if [ -n "$DEADLINE" ] && [ "$NOW" -ge "$DEADLINE" ]; then
+    RULE=deadline
     REASON="the deadline passed (deadline $DEADLINE, now $NOW)"
     return
   fi
   if over_cost; then
+    RULE=cost-cap
     REASON="the cost cap was reached (spent about \$$(spent) at \$$COST/h, cap \$$MAX_COST)"
     return
   fi
   if [ -e "$POD/retrieved" ]; then
+    RULE=retrieved
     REASON='the results were retrieved'
     return
   fi
@@ -309,11 +411,13 @@ decide() {
     [ -n "$ENDED_SEEN" ] || ENDED_SEEN=$NOW
     e=$(ended_at)
     if [ $((NOW - e)) -ge "$RETRIEVE_GRACE" ]; then
+      RULE=retrieve-grace
       REASON="the job ended at $e and its results were not retrieved within $RETRIEVE_GRACE s"
     fi
     return
   fi
   if [ "$job" = 0 ] && [ $((NOW - START)) -ge "$BOOT_GRACE" ]; then
+    RULE=boot-grace
     REASON="no job started within $BOOT_GRACE s of the watchdog's start"
   fi
 }
@@ -357,7 +461,7 @@ COST_BAD=0
 if [ -n "$MAX_COST" ] && ! is_decimal "$MAX_COST"; then COST_BAD=1; fi
 { mkdir -p "$POD"; } 2>/dev/null
 
-log "start: pod ${POD_ID:-?} run_dir=$RUN_DIR deadline=${DEADLINE:-none} max_cost_usd=${MAX_COST:-none} boot_grace=$BOOT_GRACE retrieve_grace=$RETRIEVE_GRACE keep=$KEEP_ENV period=$PERIOD api=$API"
+log "start: pod ${POD_ID:-?} http=${HTTP:-none} run_dir=$RUN_DIR deadline=${DEADLINE:-none} max_cost_usd=${MAX_COST:-none} boot_grace=$BOOT_GRACE retrieve_grace=$RETRIEVE_GRACE keep=$KEEP_ENV period=$PERIOD api=$API"
 
 if [ -n "$BOOT_FAILED" ]; then
   VERDICT="failed: the bootstrap failed: $BOOT_FAILED"
@@ -388,7 +492,7 @@ while :; do
   observe
   decide
   if [ -n "$REASON" ]; then
-    delete_pod "$REASON"
+    delete_pod "$RULE" "$REASON"
   fi
   sleep "$PERIOD"
 done

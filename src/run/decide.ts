@@ -10,6 +10,8 @@ import { setCondition, setPhase, conditionIs, isTerminal } from './conditions.ts
 import type { Action, Decision, Deletion, GpuCandidate, Observation, PodView, RunEvent } from './model.ts';
 import type { Phase, Reason, RunpodRunStatus } from '../api/status.ts';
 import type { RunpodRunSpec } from '../api/spec.ts';
+import type { DeleteFailure } from '../pod/index.ts';
+import { reasonOfDeleteRule, whatIsKnown } from './pod-ended.ts';
 
 /** Attempts a run may make before it gives up (bounded status size). */
 const maxAttempts = 32;
@@ -293,6 +295,7 @@ function followPod(ctx: Context, spec: RunpodRunSpec): Step {
   }
   if (!listed) return podMissing(ctx, deadline);
   pod.state = listed.status;
+  if (listed.status === 'EXITED' || listed.status === 'ERROR') return podStopped(ctx, listed.status, deadline);
 
   if (!conditionIs(status, 'PodReady')) {
     const age = now - Date.parse(pod.createdAt ?? obs.now.toISOString());
@@ -335,6 +338,7 @@ function followJob(ctx: Context, spec: RunpodRunSpec): Step {
   const pod = status.pod!;
   const state = obs.podState;
   if (!state) return wait(Math.min(obs.settings.pollIntervalMs, 5000));
+  if (state.deleteFailed) return watchdogCouldNotDelete(ctx, state.deleteFailed);
   const bootFailure = state.runDirMissing ? 'the bootstrap never created the run directory'
     : state.bootstrap.status === 'failed' ? `the bootstrap failed: ${state.bootstrap.reason}`
       : state.watchdog.status === 'failed' ? `its watchdog cannot delete it (${state.watchdog.reason}); the job is not started` : undefined;
@@ -364,7 +368,7 @@ function followJob(ctx: Context, spec: RunpodRunSpec): Step {
       return wait(obs.settings.pollIntervalMs);
     case 'lost':
       pod.state = 'Deleting';
-      return fail(ctx, 'PodLost', `pod ${pod.name} restarted its container: the job's exit code is lost`);
+      return fail(ctx, 'PodLost', `pod ${pod.name} restarted its container: the job's exit code is lost; ${whatIsKnown(status)}; the pod is deleted`);
     case 'exited': {
       job.exitCode = state.job.exitCode ?? undefined;
       if (obs.status.job?.exitCode === undefined && job.exitCode !== 0) {
@@ -396,23 +400,68 @@ function podMissing(ctx: Context, deadline: number): Step {
   return fail(ctx, ...whyThePodWent(ctx, deadline));
 }
 
-/** The watchdog's reasons, judged from what the status knows: deadline, cost cap, boot grace, retrieve grace. */
-function whyThePodWent(ctx: Context, deadline: number): [Reason, string] {
+/**
+ * EXITED or ERROR (openapi-v2.json PodStatus): its container is gone (stopped by someone, stopped by
+ * its watchdog whose key may not delete it, or broken), but its disk bills until it is deleted: at once.
+ */
+function podStopped(ctx: Context, state: 'EXITED' | 'ERROR', deadline: number): Step {
+  const { status } = ctx;
+  const pod = status.pod!;
+  pod.state = 'Deleting';
+  if (!conditionIs(status, 'PodReady')) {
+    const attempt = status.attempts?.find((a) => a.podId === pod.id);
+    if (attempt) {
+      attempt.outcome = 'NotReady';
+      attempt.message = `the pod went ${state} before SSH answered with the pinned host key`;
+    }
+    phase(ctx, 'Provisioning', 'Provisioning', `pod ${pod.name} went ${state} before it was ready; deleting it before trying the next GPU type`);
+    return step({ type: 'none' });
+  }
+  const [reason, message] = whyThePodWent(ctx, deadline, state);
+  return fail(ctx, reason, `${message}; the controller deletes it`);
+}
+
+/** The watchdog wanted the pod gone and could not delete it (.pod/watchdog.delete): the controller does, now. */
+function watchdogCouldNotDelete(ctx: Context, failure: DeleteFailure): Step {
+  const { status } = ctx;
+  const pod = status.pod!;
+  pod.state = 'Deleting';
+  const reason = reasonOfDeleteRule(failure, status);
+  const what = `pod ${pod.name}: its watchdog could not delete it (${failure.rule}: ${failure.detail}); deleted by the controller`;
+  if (reason === 'Succeeded') {
+    phase(ctx, 'Retrieving', 'Retrieving', what);
+    return step({ type: 'none' });
+  }
+  return fail(ctx, reason, `${what}; ${whatIsKnown(status)}`);
+}
+
+/**
+ * The watchdog's reasons, judged from what the status knows: deadline, cost cap, boot grace, retrieve
+ * grace; else PodLost with what is known. `how`: the pod disappeared, or went EXITED / ERROR.
+ */
+function whyThePodWent(ctx: Context, deadline: number, how: 'disappeared' | 'EXITED' | 'ERROR' = 'disappeared'): [Reason, string] {
   const { obs, status } = ctx;
   const limits = obs.spec.ok ? obs.spec.spec.limits : undefined;
   const now = obs.now.getTime();
   const name = status.pod?.name ?? '';
-  if (now >= deadline) return ['DeadlineExceeded', `pod ${name} reached its deadline (spec.limits.maxRuntimeSeconds) and was deleted by its watchdog`];
+  // A watchdog whose key may not delete stops the pod instead: EXITED.
+  const by = how === 'disappeared' ? 'was deleted by its watchdog'
+    : how === 'EXITED' ? 'went EXITED (a watchdog whose key may not delete stops its pod)' : 'went ERROR';
+  // The watchdog's deadline was counted from the create request (attempt.time), a moment before Runpod's createdAt.
+  const attempt = status.attempts?.find((a) => a.podId === status.pod?.id);
+  const watchdogDeadline = attempt && limits ? Math.floor(Date.parse(attempt.time) / 1000) * 1000 + limits.maxRuntimeSeconds * 1000 : deadline;
+  if (now >= Math.min(deadline, watchdogDeadline)) return ['DeadlineExceeded', `pod ${name} reached its deadline (spec.limits.maxRuntimeSeconds) and ${by}`];
   if (limits?.maxCostUsd !== undefined && Number(status.estimatedCostUsd ?? 0) >= Number(limits.maxCostUsd) * 0.9) {
-    return ['CostCapReached', `pod ${name} reached spec.limits.maxCostUsd (${limits.maxCostUsd}) and was deleted by its watchdog`];
+    return ['CostCapReached', `pod ${name} reached spec.limits.maxCostUsd (${limits.maxCostUsd}) and ${by}`];
   }
   if (limits && !status.job?.startedAt && now >= Date.parse(status.pod?.createdAt ?? '') + limits.bootGraceSeconds * 1000) {
-    return ['BootTimeout', `no job started on pod ${name} within spec.limits.bootGraceSeconds; its watchdog deleted it`];
+    return ['BootTimeout', `no job started on pod ${name} within spec.limits.bootGraceSeconds and it ${by}`];
   }
   if (limits && status.job?.finishedAt && !status.results?.retrievedAt) {
-    return ['ResultsUnverified', `the results of pod ${name} were not retrieved within spec.limits.retrieveGraceSeconds; its watchdog deleted it`];
+    return ['ResultsUnverified', `the results of pod ${name} were not retrieved within spec.limits.retrieveGraceSeconds and it ${by}`];
   }
-  return ['PodLost', `pod ${name} disappeared from Runpod before the run ended`];
+  const lost = how === 'disappeared' ? 'disappeared from Runpod' : `went ${how}`;
+  return ['PodLost', `pod ${name} ${lost} before the run ended; ${whatIsKnown(status)}`];
 }
 
 // --- outcomes of actions (pure, applied by act to the status it wrote) ------------------------

@@ -137,7 +137,8 @@ export class RunReconciler {
   async #connectIfReady(run: RunpodRun, status: RunpodRunStatus, keys: SshSecret | undefined): Promise<SshConnection | undefined> {
     const pod = status.pod;
     if (!keys || !pod?.sshHost || !pod.sshPort || !conditionIs(status, 'PodReady') || isTerminal(status.phase)) return undefined;
-    if (pod.state === 'Deleting' || pod.state === 'Deleted' || run.metadata.deletionTimestamp) return undefined;
+    // EXITED / ERROR: no container runs to answer (decide deletes such a pod).
+    if (['Deleting', 'Deleted', 'EXITED', 'ERROR'].includes(pod.state ?? '') || run.metadata.deletionTimestamp) return undefined;
     try {
       return await connectPinned({
         host: pod.sshHost, port: pod.sshPort, username: 'root',

@@ -12,6 +12,7 @@ import { renderPodArgs } from '../../src/pod/render.ts';
 import { SHELLS, run, waitFor } from './helpers.ts';
 import { freePort } from '../envtest/harness.ts';
 
+const escaped = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const FAKE_POD_KEY = 'rpo-fake-pod-key-must-never-appear-0123456789';
 const roots: string[] = [];
 
@@ -23,7 +24,7 @@ after(() => {
 async function pathWithout(root: string, lacking: string[]): Promise<string> {
   const bin = join(root, 'bin');
   mkdirSync(bin);
-  for (const tool of [...IMAGE_REQUIREMENTS, 'dash', 'bash', 'env']) {
+  for (const tool of [...IMAGE_REQUIREMENTS, 'curl', 'dash', 'bash', 'env']) {
     if (lacking.includes(tool)) continue;
     const found = await run(['sh', '-c', `command -v ${tool}`]);
     const target = found.stdout.trim();
@@ -36,7 +37,15 @@ async function pathWithout(root: string, lacking: string[]): Promise<string> {
 
 for (const shell of SHELLS) {
   describe(`bootstrap under ${shell}`, () => {
-    for (const lacking of [['setsid'], ['setsid', 'tar', 'base64']]) {
+    const noHttp = 'curl (or python3, or GNU wget): the watchdog cannot call Runpod';
+    const cases = [
+      { lacking: ['setsid'], reason: 'the image lacks: setsid' },
+      { lacking: ['setsid', 'tar', 'base64'], reason: 'the image lacks: setsid tar base64' },
+      // No HTTP client either (this PATH has no python3 or wget): named too, and the watchdog says it cannot call.
+      { lacking: ['setsid', 'curl'], reason: `the image lacks: setsid, and ${noHttp}` },
+    ];
+    for (const { lacking, reason } of cases) {
+      const http = !lacking.includes('curl');
       test(`reports exactly what the image lacks (${lacking.join(', ')}), then the watchdog deletes the pod at once`, async () => {
         const root = mkdtempSync(join(tmpdir(), 'rpo-boot-'));
         roots.push(root);
@@ -67,20 +76,27 @@ for (const shell of SHELLS) {
         child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
         try {
           const pod = join(runDir, '.pod');
-          const reason = `the image lacks: ${lacking.join(' ')}`;
           await waitFor('the bootstrap verdict', () => (existsSync(join(pod, 'bootstrap')) ? true : undefined));
           assert.equal(readFileSync(join(pod, 'bootstrap'), 'utf8'), `failed: ${reason}\n`);
           await waitFor('the watchdog verdict', () => (existsSync(join(pod, 'watchdog')) ? true : undefined));
           assert.equal(readFileSync(join(pod, 'watchdog'), 'utf8'), `failed: the bootstrap failed: ${reason}\n`);
           // At once (no probe, no grace), and again while the API does not answer: never giving up.
-          const log = await waitFor('two delete attempts', () => {
+          const log = await waitFor('two delete attempts (one without an HTTP client)', () => {
             const text = readFileSync(join(pod, 'watchdog.log'), 'utf8');
-            return text.split(`deleting the pod: the bootstrap failed: ${reason}`).length > 2 ? text : undefined;
+            const attempts = text.split(`deleting the pod: the bootstrap failed: ${reason}`).length - 1;
+            return (http ? attempts >= 2 : text.includes('cannot delete: ')) ? text : undefined;
           });
-          assert.match(log, /DELETE \/pods\/testpod123 failed: no answer from http:\/\/127\.0\.0\.1:\d+\/v2 \(curl exit 7\); trying the terminate action/);
-          assert.match(log, /terminate failed: no answer/);
-          assert.match(readFileSync(join(pod, 'bootstrap.log'), 'utf8'), new RegExp(`FAILED: ${reason}`));
-          assert.match(output, new RegExp(`watchdog: deleting the pod: the bootstrap failed: ${reason}`), 'the log also goes to stdout');
+          if (http) {
+            assert.match(log, /DELETE \/pods\/testpod123 failed: no answer from http:\/\/127\.0\.0\.1:\d+\/v2 \(curl exit 7\); trying the terminate action/);
+            assert.match(log, /terminate failed: no answer/);
+          } else {
+            assert.match(log, new RegExp(`start: pod testpod123 http=none [^]*cannot delete: the image lacks ${escaped(noHttp)}`));
+          }
+          // The failed delete is recorded for the controller.
+          const recorded = await waitFor('the recorded delete failure', () => (existsSync(join(pod, 'watchdog.delete')) ? readFileSync(join(pod, 'watchdog.delete'), 'utf8') : undefined));
+          assert.match(recorded, http ? /^bootstrap \d+ DELETE: no answer from .*; terminate: no answer from .*\n$/ : /^bootstrap \d+ the image lacks curl/);
+          assert.match(readFileSync(join(pod, 'bootstrap.log'), 'utf8'), new RegExp(`FAILED: ${escaped(reason)}`));
+          assert.match(output, new RegExp(`watchdog: deleting the pod: the bootstrap failed: ${escaped(reason)}`), 'the log also goes to stdout');
           // sshd was never started and nothing was installed.
           assert.equal(existsSync(join(pod, 'image.env')), false);
           assert.ok(!output.includes(FAKE_POD_KEY) && !log.includes(FAKE_POD_KEY), 'the pod key is never logged');

@@ -113,6 +113,8 @@ export interface PodOptions {
   extraEnv?: Record<string, string>;
   /** Shell text run before the rendered args (stands in for an image's own setup). */
   prelude?: string;
+  /** The image name (the simulator's `images` config says what it lacks); default "test". */
+  image?: string;
 }
 
 export function podEnvInput(sim: RunningSimulator, keys: Keys, input: Partial<PodEnvInput> = {}): PodEnvInput {
@@ -141,7 +143,7 @@ export async function createPod(sim: RunningSimulator, options: PodOptions): Pro
     headers: { Authorization: `Bearer ${ACCOUNT_KEY}`, 'Content-Type': 'application/json' },
     body: JSON.stringify({
       name: options.name,
-      image: 'test',
+      image: options.image ?? 'test',
       gpu: { id: 'NVIDIA A40', count: 1 },
       ports: ['22/tcp'],
       args: options.prelude === undefined ? args : `${options.prelude}\n${args}`,

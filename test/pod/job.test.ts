@@ -222,8 +222,19 @@ describe('state and output parsing', () => {
       job: { status: 'exited', startedAt: 1700000000, endedAt: 1700000400, exitCode: 3, pid: 42, cancelled: false },
       retrieved: true,
       keep: null,
+      deleteFailed: null,
       logTail: 'last line\n',
     });
+  });
+
+  test('a failed delete recorded by the watchdog is parsed; an unknown rule is kept as unknown', () => {
+    const b64 = (text: string): string => Buffer.from(text).toString('base64');
+    const base = 'runpod-operator-state v=1 now=1 bootstrap=- watchdog=- job=none started=- ended=- exit=- pid=- cancelled=0 retrieved=0 keep=-';
+    const parsed = parsePodState(`${base} delete=${b64('deadline 1700000000 DELETE: HTTP 403; terminate: HTTP 403; stop: HTTP 403\n')} log=-`);
+    assert.deepEqual(parsed.deleteFailed, { rule: 'deadline', at: 1700000000, detail: 'DELETE: HTTP 403; terminate: HTTP 403; stop: HTTP 403' });
+    assert.deepEqual(parsePodState(`${base} delete=${b64('moonphase x why')} log=-`).deleteFailed, { rule: 'unknown', at: null, detail: 'why' });
+    assert.equal(parsePodState(`${base} delete=- log=-`).deleteFailed, null);
+    assert.equal(parsePodState(`${base} log=-`).deleteFailed, null, 'a state line without the field (an older pod)');
   });
 
   test('malformed state lines are refused', () => {

@@ -225,7 +225,7 @@ for (const shell of SHELLS) {
       const bin = join(root, 'bin');
       mkdirSync(bin);
       try {
-        for (const tool of [...IMAGE_REQUIREMENTS, 'dash', 'bash']) {
+        for (const tool of [...IMAGE_REQUIREMENTS, 'curl', 'dash', 'bash']) {
           if (tool === 'setsid') continue;
           const found = (await run(['sh', '-c', `command -v ${tool}`])).stdout.trim();
           if (found !== '') symlinkSync(found, join(bin, tool));

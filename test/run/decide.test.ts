@@ -244,6 +244,54 @@ describe('decide: ending early', () => {
     assert.equal(decide(looks(3, 601)).status.pod?.state, 'Deleted');
   });
 
+  test('a ready pod that went EXITED or ERROR is deleted at once: PodLost with what is known, DeadlineExceeded after the deadline', () => {
+    for (const state of ['EXITED', 'ERROR'] as const) {
+      const status = readyStatus();
+      status.job = { startedAt: at(10).toISOString() };
+      const gone = (seconds: number) => observe({ now: at(seconds), pods: { listedAt: at(seconds), items: [pod({ status: state })] } }, status);
+      const d = decide(gone(100));
+      assert.equal(d.status.phase, 'Failed');
+      assert.equal(d.status.reason, 'PodLost');
+      assert.equal(d.status.pod?.state, 'Deleting');
+      assert.match(d.status.message!, new RegExp(`pod r-1 went ${state} before the run ended; the job started at ${at(10).toISOString()} and was running when last seen \\(no exit code recorded\\); no results were retrieved`));
+      assert.deepEqual(decide(gone(101)).action, { type: 'none' });
+      assert.deepEqual(decide(observe({ now: at(101), pods: { listedAt: at(101), items: [pod({ status: state })] } }, d.status)).action, { type: 'deletePod', podId: 'p1' });
+      const late = decide(gone(601));
+      assert.equal(late.status.reason, 'DeadlineExceeded');
+      assert.match(late.status.message!, new RegExp(`went ${state}`));
+    }
+  });
+
+  test('a pod that went EXITED before it was ready is deleted and the next GPU type tried', () => {
+    const status = createdStatus();
+    const d = decide(observe({ now: at(5), pods: { listedAt: at(5), items: [pod({ status: 'EXITED' })] } }, status));
+    assert.equal(d.status.phase, 'Provisioning');
+    assert.equal(d.status.pod?.state, 'Deleting');
+    assert.equal(d.status.attempts?.[0]?.outcome, 'NotReady');
+    assert.match(d.status.attempts?.[0]?.message ?? '', /went EXITED before SSH answered/);
+    const confirmed = decide(observe({ now: at(20), pods: { listedAt: at(20), items: [] }, deletions: { p1: { sentAt: at(6), notFoundLooks: 3 } } }, d.status));
+    assert.deepEqual(confirmed.action, { type: 'createPod', attemptName: 'r-2', gpuType: 'B', attemptNumber: 2 });
+  });
+
+  test('a lost job (container restart) and a vanished pod say what is known', () => {
+    const status = readyStatus();
+    status.job = { startedAt: at(10).toISOString(), exitCode: 0 };
+    const looks = observe({ now: at(100), pods: { listedAt: at(100), items: [] }, deletions: { p1: { notFoundLooks: 3 } } }, status);
+    const vanished = decide(looks);
+    assert.equal(vanished.status.reason, 'PodLost');
+    assert.match(vanished.status.message!, /disappeared from Runpod before the run ended; the job started at \S+ and exited with code 0; no results were retrieved/);
+    const ready = readyStatus();
+    const ssh = { host: '127.0.0.1', port: 2222 };
+    const lostState: PodState = {
+      runDirMissing: false, now: 0, bootstrap: { status: 'ok' }, watchdog: { status: 'ok' }, retrieved: false, keep: false, deleteFailed: null, logTail: '',
+      job: { status: 'lost', startedAt: 1_800_000_000, endedAt: null, exitCode: null, pid: null, cancelled: false },
+    };
+    const lost = decide(observe({ now: at(5), pods: { listedAt: at(5), items: [pod({ ssh })] }, podState: lostState }, ready));
+    assert.equal(lost.status.reason, 'PodLost');
+    assert.equal(lost.status.pod?.state, 'Deleting');
+    assert.match(lost.status.message!, /restarted its container: the job's exit code is lost; the job started at 2027-01-15T08:00:00.000Z and was running when last seen \(no exit code recorded\); no results were retrieved/);
+  });
+
   test('cancel deletes the pod, confirms, then fails Cancelled', () => {
     const status = readyStatus();
     const cancel = spec({ cancel: true });
@@ -297,7 +345,7 @@ describe('decide: the job on a ready pod', () => {
   const state = (over: Partial<PodState> = {}, job: Partial<PodState['job']> = {}): PodState => ({
     runDirMissing: false, now: 0, bootstrap: { status: 'ok' }, watchdog: { status: 'ok' },
     job: { status: 'none', startedAt: null, endedAt: null, exitCode: null, pid: null, cancelled: false, ...job },
-    retrieved: false, keep: false, logTail: '', ...over,
+    retrieved: false, keep: false, deleteFailed: null, logTail: '', ...over,
   });
 
   test('waits for the watchdog to prove it can delete the pod before starting the job', () => {
@@ -310,6 +358,24 @@ describe('decide: the job on a ready pod', () => {
     const d = decide(observe({ ...listed(), podState: state({ watchdog: { status: 'failed', reason: 'HTTP 403' } }) }, readyStatus()));
     assert.equal(d.status.reason, 'BootFailed');
     assert.match(d.status.message!, /HTTP 403/);
+    assert.equal(d.status.pod?.state, 'Deleting');
+  });
+
+  test('the watchdog could not delete the pod (.pod/watchdog.delete): the controller deletes it now, the run ends for the watchdog\'s reason', () => {
+    const cases = [['deadline', 'DeadlineExceeded'], ['cost-cap', 'CostCapReached'], ['boot-grace', 'BootTimeout'], ['retrieve-grace', 'ResultsUnverified'], ['bootstrap', 'BootFailed'], ['unknown', 'PodLost']] as const;
+    for (const [rule, reason] of cases) {
+      const failure = { rule, at: 1_800_000_000, detail: 'DELETE: HTTP 403; terminate: HTTP 403; stop: HTTP 403' };
+      const d = decide(observe({ ...listed(), podState: state({ deleteFailed: failure }, { status: 'running', startedAt: 1_800_000_000 }) }, readyStatus()));
+      assert.equal(d.status.phase, 'Failed', rule);
+      assert.equal(d.status.reason, reason, rule);
+      assert.equal(d.status.pod?.state, 'Deleting');
+      assert.match(d.status.message!, new RegExp(`its watchdog could not delete it \\(${rule}: DELETE: HTTP 403; terminate: HTTP 403; stop: HTTP 403\\); deleted by the controller`));
+    }
+    // Results already verified (the marker's rule): no failure, the pod just goes.
+    const retrieved = readyStatus();
+    retrieved.results = { files: 1, bytes: 1, location: '/r', retrievedAt: at(4).toISOString() };
+    const d = decide(observe({ ...listed(), podState: state({ deleteFailed: { rule: 'retrieved', at: 1, detail: 'x' } }) }, retrieved));
+    assert.equal(d.status.phase, 'Retrieving');
     assert.equal(d.status.pod?.state, 'Deleting');
   });
 

@@ -59,6 +59,14 @@ const armFault: AdminHandler = async (core, req) => {
     else setTimeout(() => void vanish(), fault.afterMs).unref();
     return json(200, { armed: fault });
   }
+  if (fault.fault === 'container-exit') {
+    // Not queued either: the container ends `count` times, one restart apart.
+    const pod = core.state.alivePod(fault.podId);
+    if (!pod) return fail(problem(400, `no live pod ${fault.podId}`));
+    if (fault.afterMs === 0) await core.containerExit(pod, fault.status, fault.count);
+    else setTimeout(() => void core.containerExit(pod, fault.status, fault.count), fault.afterMs).unref();
+    return json(200, { armed: fault });
+  }
   core.faults.arm(fault);
   return json(200, { armed: fault });
 };

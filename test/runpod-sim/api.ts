@@ -6,6 +6,7 @@ import type { SimCore } from './core.ts';
 import { empty, fail, json, readJsonBody, type Reply, type Route } from './http.ts';
 import { problem, problems, validationErrors } from './problems.ts';
 import { createPodSchema, cudaAllowed, podActionSchema, ruleViolation } from './requests.ts';
+import type { PodKeyRefusal } from './config.ts';
 import type { Principal, PodRecord } from './state.ts';
 import { allowedActions, dataCenterView, gpuTypeView, offeredOn, podView } from './views.ts';
 
@@ -109,6 +110,7 @@ const createPod: ApiHandler = async (core, { req, principal }) => {
 const deletePod: ApiHandler = async (core, { principal, params }) => {
   const pod = visiblePod(core, principal, params[0] ?? '');
   if (!pod) return fail(problems.notFound());
+  if (podKeyRefused(core, principal, 'delete')) return fail(problems.forbidden());
   await core.deletePod(pod, principal.kind === 'pod' ? 'pod' : 'account');
   return empty(204);
 };
@@ -121,6 +123,7 @@ const podAction: ApiHandler = async (core, { req, principal, params }) => {
   const pod = visiblePod(core, principal, params[0] ?? '');
   if (!pod) return fail(problems.notFound());
   const { action } = parsed.data;
+  if (podKeyRefused(core, principal, action)) return fail(problems.forbidden());
   if (!allowedActions(pod).includes(action)) {
     return fail(problem(409, `action '${action}' is not valid for a pod in status ${pod.status}`));
   }
@@ -215,6 +218,11 @@ export const apiRoutes: Route<ApiHandler>[] = [
   { method: 'GET', template: '/v2/catalog/datacenters', handler: listDataCenters },
   { method: 'GET', template: '/v2/catalog/datacenters/{id}', handler: getDataCenter },
 ];
+
+/** A pod key refused by config on its own pod (`podKeys.refuse`): the call is 403 and changes nothing. */
+function podKeyRefused(core: SimCore, principal: Principal, what: PodKeyRefusal): boolean {
+  return principal.kind === 'pod' && core.config.podKeys.refuse.includes(what);
+}
 
 /** What a pod-scoped key may do: read, delete and act on its own pod. */
 export function podKeyAllowed(method: string, template: string, params: string[], principal: Principal): boolean {

@@ -34,6 +34,15 @@ const dataCenterSchema = z.strictObject({
   networkVolumeTypes: z.array(z.enum(['STANDARD', 'HIGH_PERFORMANCE'])).default(['STANDARD']),
 });
 
+/** A simulated image, by the create call's `image` name: what the real one would lack. */
+export const imageSchema = z.strictObject({
+  /** Commands absent from the pod's file system (hidden in the container's mount namespace), e.g. ["curl"]. */
+  withoutCommands: z.array(z.string().regex(/^[A-Za-z0-9._+-]+$/, 'a command name')).default([]),
+});
+
+/** What a pod-scoped key may be refused on its own pod (API-NOTES §4.1: "delete permission varies by deployment"). */
+export const podKeyRefusalSchema = z.enum(['delete', 'terminate', 'stop', 'restart', 'start']);
+
 const rateLimitWindowSchema = z.strictObject({
   quota: z.number().int().positive(),
   seconds: z.number().int().positive(),
@@ -72,6 +81,14 @@ export const simConfigSchema = z
         logBytes: z.number().int().positive().default(65536),
       })
       .prefault({}),
+    /** Per image name; an image not listed has every command of this machine. */
+    images: z.record(z.string(), imageSchema).default({}),
+    podKeys: z
+      .strictObject({
+        /** `DELETE /v2/pods/{id}` and the actions a pod key is refused (403) on its own pod; reading it stays allowed. */
+        refuse: z.array(podKeyRefusalSchema).default([]),
+      })
+      .prefault({}),
   })
   .superRefine((config, ctx) => {
     const dcIds = new Set(config.dataCenters.map((dc) => dc.id));
@@ -86,6 +103,7 @@ export const simConfigSchema = z
 
 export type SimConfigInput = z.input<typeof simConfigSchema>;
 export type SimConfig = z.output<typeof simConfigSchema>;
+export type PodKeyRefusal = z.output<typeof podKeyRefusalSchema>;
 export type GpuTypeConfig = SimConfig['gpuTypes'][number];
 export type DataCenterConfig = SimConfig['dataCenters'][number];
 

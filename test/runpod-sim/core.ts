@@ -45,6 +45,22 @@ export class SimCore {
     await this.pods.get(record.id)?.destroy();
   }
 
+  /**
+   * The container ends on its own, `times` times (each after the previous restart came up). RUNNING:
+   * restarted by Runpod with new ports; EXITED / ERROR: left so, its GPUs back in stock, its disk kept.
+   */
+  async containerExit(record: PodRecord, status: 'RUNNING' | 'EXITED' | 'ERROR', times = 1): Promise<void> {
+    const pod = this.pods.get(record.id);
+    if (!pod || record.deletedAt !== null) return;
+    if (status !== 'RUNNING') {
+      record.status = status;
+      this.state.releaseStock(record);
+      await pod.stopContainer();
+      return;
+    }
+    for (let i = 0; i < times && record.deletedAt === null; i++) await pod.exitOnItsOwn();
+  }
+
   async stopAll(): Promise<void> {
     for (const socket of this.held) socket.destroy();
     this.held.clear();

@@ -16,6 +16,12 @@ export const faultSchema = z.discriminatedUnion('fault', [
   z.strictObject({ fault: z.literal('not-found-flap'), count, podId: z.string().min(1) }),
   z.strictObject({ fault: z.literal('vanish'), count, podId: z.string().min(1), afterMs: z.number().int().nonnegative().default(0) }),
   z.strictObject({ fault: z.literal('slow-boot'), count, delayMs: z.number().int().nonnegative() }),
+  // The container's main process ends on its own. RUNNING: Runpod restarts it (a restart loop when
+  // repeated, API-NOTES §4.1); EXITED or ERROR: the pod stays so (openapi-v2.json PodStatus), billing its disk.
+  z.strictObject({
+    fault: z.literal('container-exit'), count, podId: z.string().min(1),
+    status: z.enum(['RUNNING', 'EXITED', 'ERROR']).default('RUNNING'), afterMs: z.number().int().nonnegative().default(0),
+  }),
 ]);
 
 export type Fault = z.output<typeof faultSchema>;

@@ -47,6 +47,29 @@ set +e
 exec sh -c "$1"
 `;
 
+/**
+ * Shell text run first in the container's own mount namespace: each command the image lacks is
+ * removed from every directory of PATH that has it, by an overlay whose top layer holds a whiteout
+ * for it (so `command -v`, `ls` and an absolute path all find nothing). The whiteouts live on a
+ * tmpfs that is detached again at once (the overlay keeps it); /tmp is mounted fresh afterwards.
+ */
+export function hideCommandsScript(commands: readonly string[]): string {
+  if (commands.length === 0) return '';
+  for (const command of commands) if (!/^[A-Za-z0-9._+-]+$/.test(command)) throw new Error(`not a command name: ${command}`);
+  return `set -e
+mount -t tmpfs -o mode=0700 tmpfs /tmp
+for d in ${PATH.split(':').join(' ')}; do
+  if [ -L "$d" ] || [ ! -d "$d" ]; then continue; fi
+  w=/tmp/whiteouts$(printf %s "$d" | tr / _)
+  for c in ${commands.join(' ')}; do
+    if [ -e "$d/$c" ] || [ -L "$d/$c" ]; then mkdir -p "$w" && mknod "$w/$c" c 0 0; fi
+  done
+  if [ -d "$w" ]; then mount -t overlay overlay -o "lowerdir=$w:$d" "$d"; fi
+done
+umount -l /tmp
+`;
+}
+
 export interface PodHostContext {
   config: SimConfig;
   /** The simulator's TCP port: pods reach the API on 127.0.0.1 at this same port. */
@@ -134,7 +157,7 @@ export class RealPod {
       'setpriv',
       ['--pdeathsig', 'KILL', 'nsenter', '--target', String(this.initPid), '--mount', '--net', '--pid', '--uts', '--',
         'setpriv', '--pdeathsig', 'KILL', 'unshare', '--mount', '--pid', '--fork', '--mount-proc', '--kill-child=SIGKILL',
-        'sh', '-c', CONTAINER_SCRIPT, 'runpod-container', args],
+        'sh', '-c', hideCommandsScript(this.imageCommandsMissing()) + CONTAINER_SCRIPT, 'runpod-container', args],
       { stdio: ['ignore', 'pipe', 'pipe'], env: this.containerEnv(ports) },
     );
     proc.stdout.on('data', (chunk: Buffer) => this.append(chunk));
@@ -340,6 +363,26 @@ export class RealPod {
       this.record.restarts += 1;
       void this.startContainer(false);
     }, this.ctx.config.timings.restartDelayMs);
+  }
+
+  /**
+   * Ends the container as if its main process had exited on its own (not intentional, so the
+   * restart follows); resolves once the next container has started, or the pod is no longer RUNNING.
+   */
+  async exitOnItsOwn(): Promise<void> {
+    const container = this.container;
+    if (!container || this.destroyed) return;
+    killTree(container.proc);
+    await exitOf(container.proc);
+    const giveUp = Date.now() + this.ctx.config.timings.restartDelayMs + 10_000;
+    while (!this.destroyed && this.record.status === 'RUNNING' && (this.container === null || this.container === container) && Date.now() < giveUp) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  /** The commands the pod's image lacks (config `images.<name>.withoutCommands`). */
+  private imageCommandsMissing(): string[] {
+    return this.ctx.config.images[this.record.spec.image]?.withoutCommands ?? [];
   }
 
   private onHolderExit(): void {

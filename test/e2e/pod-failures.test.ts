@@ -1,0 +1,77 @@
+// Pods that end badly, end to end: a container that goes EXITED / ERROR or restart-loops after the
+// pod was ready, and a pod key that may not delete its pod when the deadline passes. Every test ends
+// with the leak check (world.stop()).
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { injectFault, simPods } from '../runpod-sim/client.ts';
+import { runManifest, withWorld } from '../support/operator.ts';
+
+const ended = (run: { status?: { phase?: string } }) => run.status?.phase === 'Succeeded' || run.status?.phase === 'Failed';
+const sleeper = { job: { command: ['sleep', '600'] }, results: { path: 'output' } };
+
+describe('pods that end before their run', () => {
+  for (const status of ['EXITED', 'ERROR'] as const) {
+    test(`a pod that goes ${status} while its job runs is deleted at once: Failed/PodLost with what is known`, () =>
+      withWorld(`gone-${status.toLowerCase()}`, async (world) => {
+        await world.apply(runManifest('gone', sleeper));
+        const running = await world.waitForRun('gone', 'JobRunning', (r) => r.status?.reason === 'JobRunning', 60_000);
+        const podId = running.status?.pod?.id ?? '';
+        await injectFault(world.sim.adminUrl, { fault: 'container-exit', podId, status });
+        const run = await world.waitForRun('gone', 'Failed', ended, 60_000);
+        assert.equal(run.status?.reason, 'PodLost', JSON.stringify(run.status));
+        assert.match(run.status?.message ?? '', new RegExp(`went ${status} before the run ended; the job started at \\S+ and was running when last seen \\(no exit code recorded\\); no results were retrieved`));
+        const done = await world.waitForRun('gone', 'pod deleted', (r) => r.status?.pod?.state === 'Deleted', 30_000);
+        assert.ok(done.status?.pod?.deletedAt);
+        const [pod] = await simPods(world.sim.adminUrl);
+        assert.equal(pod?.deletedBy, 'account', 'deleted by the controller: a stopped pod still bills its disk');
+        await world.deleteRun('gone');
+      }));
+  }
+
+  test('a container that ends on its own after the job started (restarted by Runpod): the job is lost: Failed/PodLost, the pod deleted', () =>
+    withWorld('restart-loop', async (world) => {
+      await world.apply(runManifest('loop', sleeper));
+      const running = await world.waitForRun('loop', 'JobRunning', (r) => r.status?.reason === 'JobRunning', 60_000);
+      await injectFault(world.sim.adminUrl, { fault: 'container-exit', podId: running.status?.pod?.id ?? '' });
+      const run = await world.waitForRun('loop', 'Failed', ended, 60_000);
+      assert.equal(run.status?.reason, 'PodLost', JSON.stringify(run.status));
+      assert.match(run.status?.message ?? '', /restarted its container: the job's exit code is lost; the job started at \S+ and was running when last seen/);
+      await world.waitForRun('loop', 'pod deleted', (r) => r.status?.pod?.state === 'Deleted', 30_000);
+      await world.deleteRun('loop');
+    }));
+});
+
+describe('a pod key that may not delete its pod (API-NOTES §4.1)', () => {
+  const margin = 120;
+  for (const [refuse, how] of [[['delete', 'terminate', 'stop'], /its watchdog could not delete it \(deadline: DELETE: HTTP 403; terminate: HTTP 403; stop: HTTP 403\); deleted by the controller/], [['delete', 'terminate'], /reached its deadline \(spec\.limits\.maxRuntimeSeconds\) and went EXITED|its watchdog could not delete it \(deadline: DELETE: HTTP 403; terminate: HTTP 403; stopping the pod\)/]] as const) {
+    test(`refused ${refuse.join(', ')}: at the deadline the controller deletes the pod itself, well within deadline + margin`, () =>
+      withWorld(`undeletable-${refuse.length}`, async (world) => {
+        await world.apply(runManifest('undeletable', { ...sleeper, limits: { maxRuntimeSeconds: 30, readyTimeoutSeconds: 30 } }));
+        await world.waitForRun('undeletable', 'JobRunning', (r) => r.status?.reason === 'JobRunning', 60_000);
+        const run = await world.waitForRun('undeletable', 'Failed', ended, 90_000);
+        assert.equal(run.status?.reason, 'DeadlineExceeded', JSON.stringify(run.status));
+        assert.match(run.status?.message ?? '', how);
+        const done = await world.waitForRun('undeletable', 'pod deleted', (r) => r.status?.pod?.state === 'Deleted', 60_000);
+        const [pod] = await simPods(world.sim.adminUrl);
+        assert.equal(pod?.deletedBy, 'account', 'the pod key could not delete it: the controller did');
+        const lived = Date.parse(pod.deletedAt ?? '') - Date.parse(pod.createdAt);
+        assert.ok(lived <= (30 + margin) * 1000, `deleted ${lived} ms after its create: past deadline + margin`);
+        assert.equal(done.status?.pod?.id, pod.id);
+        await world.deleteRun('undeletable');
+      }, { deadlineMargin: `${margin}s`, watchdogPeriod: '1s', sim: { podKeys: { refuse: [...refuse] } } }));
+  }
+});
+
+describe('an image the watchdog cannot call Runpod from', () => {
+  test('no curl, python3 or GNU wget: the status says exactly that, no job is started, the controller deletes the pod', () =>
+    withWorld('no-http', async (world) => {
+      await world.apply(runManifest('nohttp', { ...sleeper, image: 'bare:1' }));
+      const run = await world.waitForRun('nohttp', 'Failed', ended, 90_000);
+      assert.equal(run.status?.reason, 'BootFailed', JSON.stringify(run.status));
+      assert.match(run.status?.message ?? '', /the image lacks curl \(or python3, or GNU wget\): the watchdog cannot call Runpod/);
+      assert.equal(run.status?.job?.startedAt, undefined, 'a pod that cannot delete itself gets no job');
+      await world.waitForRun('nohttp', 'pod deleted', (r) => r.status?.pod?.state === 'Deleted', 30_000);
+      assert.equal((await simPods(world.sim.adminUrl))[0]?.deletedBy, 'account');
+      await world.deleteRun('nohttp');
+    }, { sim: { images: { 'bare:1': { withoutCommands: ['curl', 'python3', 'wget'] } } } }));
+});
