@@ -72,6 +72,9 @@ export async function startControlPlane(options: StartOptions): Promise<ControlP
       '--service-account-issuer=https://kubernetes.default.svc',
       `--service-account-key-file=${join(dir, 'sa.key')}`, `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
       '--disable-admission-plugins=ServiceAccount', '--allow-privileged=true',
+      // As strict as clusters that enable it (OpenShift): setting blockOwnerDeletion needs update on the
+      // owner's finalizers, which deploy/'s RBAC must grant.
+      '--enable-admission-plugins=OwnerReferencesPermissionEnforcement',
       // Tests watch for a deadline measured in seconds: keep event TTL default, but no profiling noise.
       '--profiling=false',
     ], join(dir, 'kube-apiserver.log'), options.detached));
