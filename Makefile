@@ -62,7 +62,7 @@ install: ## Install the CRD
 	$(KUBECTL) apply -k crds
 
 .PHONY: uninstall
-uninstall: ## Remove the CRD (and with it every RunpodRun: run `kubectl delete rpr --all -A` first while the controller runs)
+uninstall: no-runs ## Remove the CRD (refused while RunpodRuns exist)
 	$(KUBECTL) delete -k crds --ignore-not-found
 
 .PHONY: deploy
@@ -79,8 +79,18 @@ else
 endif
 
 .PHONY: undeploy
-undeploy: ## Remove the controller and the CRD (kubectl delete -k deploy)
+undeploy: no-runs ## Remove the controller and the CRD (kubectl delete -k deploy; refused while RunpodRuns exist)
 	$(KUBECTL) delete -k deploy --ignore-not-found
+
+# Deleting a run is what deletes its Runpod pods (the finalizer), and only a running controller does it:
+# with the controller or the CRD gone first, the runs' deletion would hang and their pods live on until
+# their watchdog's deadline.
+.PHONY: no-runs
+no-runs:
+	@runs=$$($(KUBECTL) get runpodruns.runpod-operator.dev --all-namespaces --no-headers 2>/dev/null | wc -l); \
+	if [ "$$runs" -gt 0 ]; then \
+	  echo "$$runs RunpodRun(s) still exist: delete them first while the controller runs (kubectl delete rpr --all -A), so that it deletes their pods" >&2; exit 1; \
+	fi
 
 ##@ Help
 
