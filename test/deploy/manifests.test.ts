@@ -37,6 +37,8 @@ describe('deploy/', () => {
     const pod = deployment.spec?.template.spec;
     const container = pod?.containers[0];
     assert.equal(deployment.spec?.replicas, 2);
+    const { version } = JSON.parse(readFileSync(join(deployDir, '..', 'package.json'), 'utf8')) as { version: string };
+    assert.equal(container?.image, `runpod-operator:${version}`, 'the image of this version (make deploy IMG=... for a registry)');
     assert.equal(pod?.securityContext?.runAsNonRoot, true);
     assert.equal(pod?.securityContext?.seccompProfile?.type, 'RuntimeDefault');
     assert.equal(container?.securityContext?.readOnlyRootFilesystem, true);
