@@ -7,12 +7,13 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 FROM node:24-bookworm-slim
 ENV NODE_ENV=production RUNPOD_OPERATOR_RESULTS_DIR=/results
 WORKDIR /app
-# Verified results land here: mount a persistent volume.
-RUN mkdir -p /results && chown node:node /results
+# Verified results land here: mount a persistent volume (deploy/base/results-pvc.yaml).
+RUN mkdir -p /results && chown 1000:1000 /results
 VOLUME /results
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY src ./src
 COPY crds ./crds
-USER node
+# The image's `node` user, by number so that Kubernetes can verify runAsNonRoot (deploy/base/deployment.yaml).
+USER 1000:1000
 ENTRYPOINT ["node", "src/main.ts"]

@@ -23,21 +23,50 @@ const namespace = `runpod-demo-${Date.now().toString(36)}`;
 const resultsDir = mkdtempSync(join(tmpdir(), 'runpod-operator-demo-'));
 const say = (text: string) => console.log(`demo: ${text}`);
 
-say(process.env.USE_EXISTING_CLUSTER === 'true' ? 'using the current cluster' : 'starting a local kube-apiserver + etcd');
-const plane = await startControlPlane({ dir: mkdtempSync(join(tmpdir(), 'runpod-demo-envtest-')) });
-const kubectl = (...args: string[]) => runKubectl(['--kubeconfig', plane.kubeconfigPath, ...args]);
-const sim = await startSimulator({ apiKeys: [demoKey] });
-say(`Runpod simulator at ${sim.baseUrl}`);
-const controller = await startController(configSchema.parse({
-  kubeconfig: plane.kubeconfigPath, namespace, runpodApiUrl: sim.baseUrl, resultsDir,
-  pollInterval: '2s', leaderElect: 'true', leaseNamespace: namespace, logLevel: 'warn',
-}), { logger: createLogger('warn') });
+/** What was started, stopped in reverse order on success, on any failure and on SIGINT/SIGTERM. */
+const cleanups: { what: string; stop: () => Promise<void> }[] = [];
+let cleaning: Promise<void> | undefined;
+function cleanUp(): Promise<void> {
+  cleaning ??= (async () => {
+    for (const { what, stop } of cleanups.reverse()) {
+      try {
+        await stop();
+      } catch (error) {
+        say(`stopping ${what} failed: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+    say('cleaned up (the controller, the simulator and the local API server are stopped)');
+  })();
+  return cleaning;
+}
+for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  process.once(signal, () => {
+    say(`${signal}: stopping`);
+    void cleanUp().finally(() => process.exit(code));
+  });
+}
 
-let exitCode = 1;
-try {
+async function demo(): Promise<boolean> {
+  say(process.env.USE_EXISTING_CLUSTER === 'true' ? 'using the current cluster' : 'starting a local kube-apiserver + etcd');
+  const plane = await startControlPlane({ dir: mkdtempSync(join(tmpdir(), 'runpod-demo-envtest-')) });
+  cleanups.push({ what: 'the local API server', stop: () => plane.stop() });
+  const kubectl = (...args: string[]) => runKubectl(['--kubeconfig', plane.kubeconfigPath, ...args]);
+  const sim = await startSimulator({ apiKeys: [demoKey] });
+  cleanups.push({ what: 'the Runpod simulator', stop: () => sim.stop() });
+  say(`Runpod simulator at ${sim.baseUrl}`);
+  if (process.env.USE_EXISTING_CLUSTER === 'true') {
+    cleanups.push({ what: `namespace ${namespace}`, stop: async () => { await kubectl('delete', 'namespace', namespace, '--wait=false'); } });
+  }
   await kubectl('create', 'namespace', namespace);
+  const controller = await startController(configSchema.parse({
+    kubeconfig: plane.kubeconfigPath, namespace, runpodApiUrl: sim.baseUrl, resultsDir,
+    pollInterval: '2s', leaderElect: 'true', leaseNamespace: namespace, logLevel: 'warn',
+  }), { logger: createLogger('warn') });
+  cleanups.push({ what: 'the controller', stop: () => controller.stop() });
+
   const applied = await runKubectl(['--kubeconfig', plane.kubeconfigPath, 'apply', '-n', namespace, '-f', '-'], manifest);
   process.stdout.write(applied.stdout + applied.stderr);
+  if (applied.status !== 0) throw new Error('kubectl apply of examples/quickstart.yaml failed');
   let last = '';
   let phase = '';
   const deadline = Date.now() + 10 * 60_000;
@@ -56,7 +85,7 @@ try {
   const status = JSON.parse((await kubectl('get', 'rpr', 'quickstart', '-n', namespace, '-o', 'jsonpath={.status}')).stdout || '{}') as {
     message?: string; results?: { location?: string; files?: number; bytes?: number };
   };
-  say(`${phase}: ${status.message ?? ''}`);
+  say(`${phase || 'not finished within 10 minutes'}: ${status.message ?? ''}`);
   const location = status.results?.location;
   if (location) {
     say(`verified results in ${location}:`);
@@ -70,12 +99,16 @@ try {
   const pods = await simPods(sim.adminUrl);
   say(`pods rented: ${pods.length}, still alive: ${pods.filter((pod) => pod.deletedAt === null).length}`);
   await assertNoLeaks(sim.adminUrl, 15_000);
-  exitCode = phase === 'Succeeded' ? 0 : 1;
-} finally {
-  await controller.stop();
-  await sim.stop();
-  if (process.env.USE_EXISTING_CLUSTER === 'true') await kubectl('delete', 'namespace', namespace, '--wait=false');
-  await plane.stop();
-  say('cleaned up (the controller, the simulator and the local API server are stopped)');
+  return phase === 'Succeeded';
 }
-process.exit(exitCode);
+
+let succeeded = false;
+try {
+  succeeded = await demo();
+} catch (error) {
+  // A sentence, not a stack trace: what stopped the demo is all a newcomer needs here.
+  say(`failed: ${error instanceof Error ? error.message : String(error)}`);
+} finally {
+  await cleanUp();
+}
+process.exit(succeeded ? 0 : 1);

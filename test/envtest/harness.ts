@@ -72,6 +72,9 @@ export async function startControlPlane(options: StartOptions): Promise<ControlP
       '--service-account-issuer=https://kubernetes.default.svc',
       `--service-account-key-file=${join(dir, 'sa.key')}`, `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
       '--disable-admission-plugins=ServiceAccount', '--allow-privileged=true',
+      // As strict as clusters that enable it (OpenShift): setting blockOwnerDeletion needs update on the
+      // owner's finalizers, which deploy/'s RBAC must grant.
+      '--enable-admission-plugins=OwnerReferencesPermissionEnforcement',
       // Tests watch for a deadline measured in seconds: keep event TTL default, but no profiling noise.
       '--profiling=false',
     ], join(dir, 'kube-apiserver.log'), options.detached));
@@ -203,7 +206,11 @@ export async function installCrds(kubeConfig: KubeConfig, crdDir: string): Promi
 
 function startProcess(binary: string, args: string[], logFile: string, detached = false): ChildProcess {
   const log = openSync(logFile, 'a');
-  const child = spawn(binary, args, { stdio: ['ignore', log, log], detached });
+  // Unless detached (`up`), the kernel kills the server when the process that started it dies, however it
+  // dies (a crash, an uncaught error, SIGKILL): a failed demo or test run can never leave etcd running.
+  // setpriv execs the server, so the child's pid is the server's own.
+  const [command, argv] = detached ? [binary, args] : ['setpriv', ['--pdeathsig', 'KILL', '--', binary, ...args]];
+  const child = spawn(command, argv, { stdio: ['ignore', log, log], detached });
   // Never keep the test process alive for its servers: whoever started them stops them (stop(),
   // `down`, or the synchronous kill at exit in test/support/cluster.ts).
   child.unref();

@@ -23,7 +23,8 @@ export interface World {
   sim: RunningSimulator;
   clusterId: string;
   logLines: string[];
-  startController(): Promise<void>;
+  /** Starts the controller; `overrides` go over the world's settings (say another kubeconfig), undefined unsets one. */
+  startController(overrides?: Record<string, string | undefined>): Promise<void>;
   stopController(): Promise<void>;
   apply(manifest: object | string): Promise<void>;
   run(name: string): Promise<RunpodRun | undefined>;
@@ -56,13 +57,15 @@ export async function startWorld(prefix: string, options: WorldOptions = {}): Pr
 
   const world: World = {
     namespace, sim, clusterId, logLines,
-    async startController() {
-      const config = configSchema.parse({
+    async startController(overrides = {}) {
+      const input = {
         kubeconfig: kubeconfigPath, namespace, clusterId, runpodApiUrl: options.apiFront?.(sim) ?? sim.baseUrl,
         pollInterval: options.pollInterval ?? '2s', deadlineMargin: options.deadlineMargin ?? '5s',
         leaderElect: 'true', leaseNamespace: namespace, logLevel: 'debug', resultsDir,
         ...(options.watchdogPeriod ? { watchdogPeriod: options.watchdogPeriod } : {}),
-      });
+        ...overrides,
+      };
+      const config = configSchema.parse(Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined)));
       const logger = createLogger('debug', { write: (line: string) => { logLines.push(line); } });
       controller = await startController(config, { logger, podApiUrl: sim.baseUrl, onLostLeadership: () => logLines.push('{"msg":"lost leadership"}') });
     },
