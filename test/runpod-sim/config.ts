@@ -39,6 +39,26 @@ const rateLimitWindowSchema = z.strictObject({
   seconds: z.number().int().positive(),
 });
 
+/**
+ * What the simulator knows of an image, keyed by the create call's `image` (an image not listed has
+ * no entrypoint and no sshd of its own, like Runpod's base images started with `args`).
+ */
+export const imageSchema = z
+  .strictObject({
+    /** The image's ENTRYPOINT (exec form): the argv split from `args` is appended to it, as Docker does. */
+    entrypoint: z.array(z.string().min(1)).min(1).optional(),
+    /**
+     * The image's start script runs an sshd of its own on port 22, with host keys made fresh in each
+     * container, before it execs the args (as images that start sshd when PUBLIC_KEY is set do). Only
+     * an ENTRYPOINT can do that: `args` replace the CMD, so a start script in the CMD never runs.
+     */
+    ownSshd: z.boolean().default(false),
+  })
+  .refine((image) => !image.ownSshd || image.entrypoint !== undefined, {
+    message: 'ownSshd needs an entrypoint (args replace the CMD, so only an ENTRYPOINT can start the image\'s sshd)',
+    path: ['ownSshd'],
+  });
+
 export const simConfigSchema = z
   .strictObject({
     gpuTypes: z.array(gpuTypeSchema).min(1).prefault(() => defaultGpuTypes()),
@@ -54,24 +74,23 @@ export const simConfigSchema = z
       .prefault({}),
     timings: z
       .strictObject({
-        /** Extra delay after the container starts before its ports are reachable and reported. */
+        /** Delay after the container starts before its ports are assigned (reachable and reported). */
         bootDelayMs: z.number().int().nonnegative().default(0),
         /** Delay before a container whose main process exited is started again (Runpod restart-loops). */
         restartDelayMs: z.number().int().nonnegative().default(2000),
         /** Delay before answering a create, to exercise client timeouts. */
         createLatencyMs: z.number().int().nonnegative().default(0),
-        /** How often a booting pod's port 22 is probed. */
-        probeIntervalMs: z.number().int().positive().default(100),
       })
       .prefault({}),
     pods: z
       .strictObject({
-        /** What a pod runs when the create call sends no `args` (stands in for the image's CMD). */
+        /** What a pod runs when the create call sends no `args` (the image's CMD; split like `args`). */
         defaultArgs: z.string().default('sleep infinity'),
         /** Bytes of each pod's stdout/stderr kept for GET /_sim/pods/{id}/logs. */
         logBytes: z.number().int().positive().default(65536),
       })
       .prefault({}),
+    images: z.record(z.string().min(1), imageSchema).default({}),
   })
   .superRefine((config, ctx) => {
     const dcIds = new Set(config.dataCenters.map((dc) => dc.id));
