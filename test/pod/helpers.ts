@@ -111,8 +111,8 @@ export interface PodOptions {
   input?: Partial<PodEnvInput>;
   /** Extra env entries after rendering (e.g. a PATH), or replacements of rendered ones. */
   extraEnv?: Record<string, string>;
-  /** Shell text run before the rendered args (stands in for an image's own setup). */
-  prelude?: string;
+  /** The create call's image (the simulator's config may give it an entrypoint or an sshd of its own). */
+  image?: string;
 }
 
 export function podEnvInput(sim: RunningSimulator, keys: Keys, input: Partial<PodEnvInput> = {}): PodEnvInput {
@@ -141,10 +141,10 @@ export async function createPod(sim: RunningSimulator, options: PodOptions): Pro
     headers: { Authorization: `Bearer ${ACCOUNT_KEY}`, 'Content-Type': 'application/json' },
     body: JSON.stringify({
       name: options.name,
-      image: 'test',
+      image: options.image ?? 'test',
       gpu: { id: 'NVIDIA A40', count: 1 },
       ports: ['22/tcp'],
-      args: options.prelude === undefined ? args : `${options.prelude}\n${args}`,
+      args,
       env,
     }),
   });

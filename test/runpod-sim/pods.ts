@@ -48,7 +48,8 @@ mount -t tmpfs -o mode=1777 tmpfs /tmp
 mount -t tmpfs -o mode=1777 tmpfs /var/tmp
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 own_sshd=$1
-shift
+pod_path=$2
+shift 2
 if [ "$own_sshd" = 1 ]; then
   # The image's start script: its own sshd with host keys of its own, then the args.
   ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key
@@ -60,6 +61,8 @@ if [ "$own_sshd" = 1 ]; then
   /usr/sbin/sshd -D -e -o LogLevel=VERBOSE </dev/null &
 fi
 set +e
+PATH=$pod_path
+export PATH
 if [ "$#" -eq 0 ]; then
   echo "runpod-sim: the container has no command" >&2
   exit 127
@@ -148,12 +151,16 @@ export class RealPod {
     }
     const ports = this.portMappings(listeners);
     const image = this.ctx.config.images[this.record.spec.image];
+    // The setup above runs with the simulator's PATH; the container's own (the create env may set
+    // it) applies from the exec of its command on, as in Docker.
+    const env = this.containerEnv(ports);
     const proc = spawn(
       'setpriv',
       ['--pdeathsig', 'KILL', 'nsenter', '--target', String(this.initPid), '--mount', '--net', '--pid', '--uts', '--',
         'setpriv', '--pdeathsig', 'KILL', 'unshare', '--mount', '--pid', '--fork', '--mount-proc', '--kill-child=SIGKILL',
-        'sh', '-c', CONTAINER_SCRIPT, 'runpod-container', image?.ownSshd ? '1' : '0', ...(image?.entrypoint ?? []), ...this.command()],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: this.containerEnv(ports) },
+        'sh', '-c', CONTAINER_SCRIPT, 'runpod-container', image?.ownSshd ? '1' : '0', env.PATH ?? PATH,
+        ...(image?.entrypoint ?? []), ...this.command()],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...env, PATH } },
     );
     proc.stdout.on('data', (chunk: Buffer) => this.append(chunk));
     proc.stderr.on('data', (chunk: Buffer) => this.append(chunk));
