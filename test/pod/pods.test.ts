@@ -208,7 +208,8 @@ for (const shell of SHELLS) {
     test('a job on the pod: its exit code 3 and log are recorded, the image env reaches it (never the pod key), then the retrieve grace deletes the pod', () => withSim(async (sim) => {
       const k = await keys();
       const runDir = "/workspace/a run's dir";
-      const id = await createPod(sim, { name: name('job'), shell, keys: k, input: { runDir, retrieveGraceSeconds: 3 } });
+      // Long enough for a loaded machine to read the exit code over SSH before the grace deletes the pod.
+      const id = await createPod(sim, { name: name('job'), shell, keys: k, input: { runDir, retrieveGraceSeconds: 10 } });
       const port = await sshPort(sim, id);
       await verdicts(port, k, runDir);
       const command = ['sh', '-c', 'echo "pod=$RUNPOD_POD_ID key=${RUNPOD_API_KEY:-none} cwd=$(pwd)"; exit 3'];
@@ -220,7 +221,7 @@ for (const shell of SHELLS) {
       }, 30000, 300);
       assert.equal(done.job.exitCode, 3);
       assert.equal(done.logTail, `pod=${id} key=none cwd=${runDir}\n`);
-      await deletedByPod(sim, id, /the job ended with exit code 3[^\n]*\n[^]*deleting the pod: the job ended at \d+ and its results were not retrieved within 3 s/);
+      await deletedByPod(sim, id, /the job ended with exit code 3[^\n]*\n[^]*deleting the pod: the job ended at \d+ and its results were not retrieved within 10 s/);
     }));
 
     test('a keep marker keeps the pod past the boot grace and the retrieve grace once a job exists; unkept, it goes', () => withSim(async (sim) => {
