@@ -49,6 +49,6 @@ describe('an image with its own sshd', () => {
       await world.deleteRun('foreign');
     }, {
       // Its start script starts sshd, then takes a while (as NGC-style setup does) before exec'ing the args.
-      sim: { images: { [IMAGE]: { entrypoint: ['/bin/sh', '-c', 'sleep 12; exec "$@"', 'start'], ownSshd: true } } },
+      sim: { images: { [IMAGE]: { entrypoint: ['/bin/sh', '-c', 'sleep 20; exec "$@"', 'start'], ownSshd: true } } },
     }));
 });

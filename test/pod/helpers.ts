@@ -179,7 +179,7 @@ export async function waitDeleted(sim: RunningSimulator, id: string, timeoutMs =
       return pod.deletedAt === null ? undefined : pod;
     }, timeoutMs, 200);
   } catch (error) {
-    throw new Error(`${(error as Error).message}; its logs:\n${await simPodLogs(sim.adminUrl, id)}`);
+    throw new Error(`${(error as Error).message} (${String((error as Error).cause)}); its logs:\n${await simPodLogs(sim.adminUrl, id)}`);
   }
 }
 
