@@ -15,7 +15,6 @@ const sim = await startSimulator({
   apiKeys: [KEY],
   config: {
     rateLimits: { enabled: false },
-    timings: { probeIntervalMs: 20 },
     gpuTypes: [{ id: 'NVIDIA GeForce RTX 4090', displayName: 'RTX 4090', memoryInGb: 24, pricePerHour: 0.69, stock: { 'EU-RO-1': 64 } }],
   },
 });

@@ -1,20 +1,24 @@
 #!/bin/sh
-# runpod-operator bootstrap: what a pod runs first (the create call's args start it).
+# runpod-operator bootstrap: what a pod runs first (the create call's args decode it from
+# RUNPOD_OPERATOR_BOOTSTRAP and exec it).
 #
-# POSIX sh (tested under dash and bash --posix). Usage: bootstrap.sh SHELL WATCHDOG_TEXT — SHELL is
-# the shell that runs the watchdog (e.g. "sh"), WATCHDOG_TEXT the watchdog script itself, passed as
-# an argument so that nothing has to be decoded or written before the image has been checked.
+# POSIX sh (tested under dash and bash --posix). Usage: bootstrap.sh SHELL — SHELL is the shell that
+# runs the watchdog (e.g. "sh"); the watchdog's text is RUNPOD_OPERATOR_WATCHDOG, base64 (the args'
+# stub already proved base64 works, by decoding this script).
 #
 # Steps: claim the state directory, check the image, install the pinned host key and the client's
-# authorized key, start sshd on port 22, record the verdict, then exec the watchdog (which becomes
-# the container's main process). Any failure is recorded (a fixed reason, never a secret) and the
-# watchdog, exec'd with RUNPOD_OPERATOR_BOOT_FAILED set, deletes the pod at once.
+# authorized key, take port 22 from any sshd the image started, start ours, record the verdict, then
+# exec the watchdog (which becomes the container's main process). Any failure is recorded (a fixed
+# reason, never a secret) and the watchdog, exec'd with RUNPOD_OPERATOR_BOOT_FAILED set, deletes the
+# pod at once.
 # The file protocol shared with the controller is in protocol.md.
 set -u
 umask 077
 
 RPO_SHELL=${1:-sh}
-WATCHDOG=${2:-}
+WATCHDOG=$(printf '%s' "${RUNPOD_OPERATOR_WATCHDOG:-}" | base64 -d 2>/dev/null) || WATCHDOG=''
+# Neither script belongs in the job's env or sshd's (they are large and of no use there).
+unset RUNPOD_OPERATOR_BOOTSTRAP RUNPOD_OPERATOR_WATCHDOG
 RUN_DIR=${RUNPOD_OPERATOR_RUN_DIR:-/workspace/runpod-operator/run}
 POD=$RUN_DIR/.pod
 POD_ID=${RUNPOD_POD_ID:-unknown}
@@ -171,8 +175,34 @@ fi
 listening22() {
   cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep -q '^ *[0-9]*: [0-9A-Fa-f]*:0016 [0-9A-Fa-f]*:[0-9A-Fa-f]* 0A '
 }
+# An image's start script (its ENTRYPOINT) may have started an sshd of its own, serving the image's
+# host keys: whatever listens on 22 now is the image's, and it is stopped so that port 22 serves only
+# the pinned key. The listener is found by its socket's inode (/proc/net/tcp*), its process by that
+# inode among /proc/*/fd (POSIX `ls -l` shows a link's target). Never PID 1 or this shell.
+stop_listeners22() {
+  for inode in $(cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$2 ~ /:0016$/ && $4 == "0A" { print $10 }'); do
+    for fds in /proc/[0-9]*/fd; do
+      pid=${fds#/proc/}
+      pid=${pid%/fd}
+      case $pid in 1 | "$$") continue ;; esac
+      if ls -l "$fds" 2>/dev/null | grep -q "socket:\[$inode\]"; then
+        log "stopping the image's own listener on port 22 (pid $pid)"
+        kill "$1" "$pid" 2>/dev/null
+      fi
+    done
+  done
+}
 if listening22; then
-  fail 'port 22 is already in use (the image started its own sshd?)'
+  stop_listeners22 -TERM
+  tries=0
+  while listening22 && [ "$tries" -lt 10 ]; do
+    tries=$((tries + 1))
+    [ "$tries" -eq 5 ] && stop_listeners22 -KILL
+    sleep 1
+  done
+  if listening22; then
+    fail 'port 22 is held by a process of the image that does not stop'
+  fi
 fi
 if ! {
   printf '%s\n' 'Port 22' 'PermitRootLogin prohibit-password' 'PasswordAuthentication no' \

@@ -72,6 +72,10 @@ export const POD_ENV = {
   hostKey: 'RUNPOD_OPERATOR_HOST_KEY',
   authorizedKey: 'RUNPOD_OPERATOR_AUTHORIZED_KEY',
   watchdogPeriod: 'RUNPOD_OPERATOR_WATCHDOG_PERIOD',
+  /** base64 of the minified bootstrap.sh: the args' stub decodes and execs it. */
+  bootstrap: 'RUNPOD_OPERATOR_BOOTSTRAP',
+  /** base64 of the minified watchdog.sh: the bootstrap decodes it and execs it last. */
+  watchdog: 'RUNPOD_OPERATOR_WATCHDOG',
 } as const;
 
 /** Variables Runpod injects into the container (PID 1 only) that the scripts read. */

@@ -1,13 +1,13 @@
-// What the create call carries for the pod side: `args` (the bootstrap, with the watchdog handed to
-// it as an argument) and `env` (markers, limits, the pinned host key, the client's public key).
-// Never the account API key (the pod has its own pod-scoped one) and never a job secret: those
-// reach the pod over SSH only.
+// What the create call carries for the pod side: `args` (a one-line stub that decodes and starts the
+// bootstrap) and `env` (the bootstrap and watchdog, base64; markers, limits, the pinned host key,
+// the client's public key). Never the account API key (the pod has its own pod-scoped one) and never
+// a job secret: those reach the pod over SSH only.
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { POD_SHELLS, runDirSchema } from './job.ts';
-import { POD_ENV } from './protocol.ts';
+import { DEFAULT_RUN_DIR, POD_ENV } from './protocol.ts';
 
-/** The scripts as they ship in the args: comment lines, blank lines and indentation dropped. */
+/** The scripts as they ship: comment lines, blank lines and indentation dropped. */
 export function minifyScript(text: string): string {
   return text
     .split('\n')
@@ -24,8 +24,11 @@ function loadScript(name: string): string {
 export const BOOTSTRAP_SCRIPT = loadScript('bootstrap.sh');
 export const WATCHDOG_SCRIPT = loadScript('watchdog.sh');
 
-function singleQuote(text: string): string {
-  return `'${text.replace(/'/g, `'\\''`)}'`;
+const base64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
+
+/** The create env entries that carry the two scripts (the same for every pod). */
+export function renderPodScriptsEnv(): Record<string, string> {
+  return { [POD_ENV.bootstrap]: base64(BOOTSTRAP_SCRIPT), [POD_ENV.watchdog]: base64(WATCHDOG_SCRIPT) };
 }
 
 export const renderArgsOptionsSchema = z.strictObject({
@@ -35,14 +38,34 @@ export const renderArgsOptionsSchema = z.strictObject({
 export type RenderArgsOptions = z.input<typeof renderArgsOptionsSchema>;
 
 /**
- * The create call's `args`, which Runpod runs as `sh -c "<args>"`: one line that execs the chosen
- * shell on the bootstrap text and hands it the watchdog text as an argument. Nothing to decode and
- * no file to write before the bootstrap has checked the image, so even an image without base64 or
- * a writable /tmp gets its failure recorded and its pod deleted (when it has an HTTP client).
+ * The create call's `args`: `sh -c '<stub>'`, one line. Runpod splits `args` into words by shell
+ * quoting and hands them to the image's entrypoint without adding a shell (API-NOTES §2, §7), so the
+ * first word is a program and the stub is one single-quoted word holding no single quote. Behind an
+ * NGC-style ENTRYPOINT that ends in `exec "$@"` the same words are exec'd after its setup; without
+ * an ENTRYPOINT they are the container's command. The scripts travel in the env, base64 (env values
+ * are free text, `args` stays well under 1 KB): the stub decodes the bootstrap and execs it; the
+ * bootstrap decodes the watchdog and, once done, execs it as the container's main process.
+ *
+ * Without base64 (or with the env mangled) nothing of ours can run, so the stub itself reports it
+ * where it still can: a line on stdout (the pod's log in Runpod's console), the bootstrap verdict in
+ * the run directory (read over SSH by nobody, since sshd never starts, but kept on a network volume
+ * for a person), and it deletes the pod with the pod-scoped key through curl, again every 30 s until
+ * that works. It then keeps the container running rather than exiting: an exit would only
+ * restart-loop. Without curl as well, the controller deletes the pod once SSH has not answered
+ * within readyTimeoutSeconds.
  */
 export function renderPodArgs(options: RenderArgsOptions = {}): string {
   const { shell } = renderArgsOptionsSchema.parse(options);
-  return `exec ${shell} -c ${singleQuote(BOOTSTRAP_SCRIPT)} runpod-operator-bootstrap ${singleQuote(shell)} ${singleQuote(WATCHDOG_SCRIPT)}`;
+  const pod = `\${${POD_ENV.runDir}:-${DEFAULT_RUN_DIR}}/.pod`;
+  const stub = [
+    `b=$(printf %s "$${POD_ENV.bootstrap}"|base64 -d)&&exec ${shell} -c "$b" runpod-operator-bootstrap "${shell}"`,
+    `r="the image lacks: base64";command -v base64 >/dev/null&&r="${POD_ENV.bootstrap} does not decode"`,
+    `echo "runpod-operator bootstrap: FAILED: $r; deleting the pod"`,
+    `mkdir -p "${pod}"&&echo "failed: $r" >"${pod}/bootstrap"`,
+    `until curl -fsS -o /dev/null -X DELETE -H "Authorization: Bearer $RUNPOD_API_KEY" "$${POD_ENV.apiUrl}/pods/$RUNPOD_POD_ID";do sleep 30;done`,
+    'while :;do sleep 3600;done',
+  ].join(';');
+  return `${shell} -c '${stub}'`;
 }
 
 const AUTHORIZED_KEY =
@@ -78,7 +101,7 @@ export const podEnvInputSchema = z.strictObject({
 });
 export type PodEnvInput = z.input<typeof podEnvInputSchema>;
 
-/** The create call's `env` for the pod side (validated; throws a ZodError naming the bad field). */
+/** The create call's `env` for the pod side, the scripts included (validated; throws a ZodError naming the bad field). */
 export function renderPodEnv(input: PodEnvInput): Record<string, string> {
   const v = podEnvInputSchema.parse(input);
   const env: Record<string, string> = {
@@ -93,6 +116,7 @@ export function renderPodEnv(input: PodEnvInput): Record<string, string> {
     [POD_ENV.runDir]: v.runDir,
     [POD_ENV.hostKey]: Buffer.from(v.hostPrivateKey, 'utf8').toString('base64'),
     [POD_ENV.authorizedKey]: v.authorizedKey,
+    ...renderPodScriptsEnv(),
   };
   if (v.maxCostUsd !== undefined) env[POD_ENV.maxCostUsd] = v.maxCostUsd;
   if (v.watchdogPeriodSeconds !== undefined) env[POD_ENV.watchdogPeriod] = String(v.watchdogPeriodSeconds);

@@ -134,6 +134,11 @@ function createFailure(error: unknown): CreateOutcome {
   }
 }
 
+/**
+ * One pinned handshake. The host key is checked in the key exchange, before authentication, so a
+ * server holding another key (an image's own sshd) never sees our client key, let alone an env, a
+ * file or a job: it is reported (untrusted) and waited out like a refusal, until readyTimeoutSeconds.
+ */
 async function probeSsh(ctx: ActContext, host: string, port: number): Promise<RunpodRunStatus | undefined> {
   const keys = ctx.sshKeys;
   if (!keys) return undefined;

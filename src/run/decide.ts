@@ -514,8 +514,10 @@ export function applyProbeOutcome(obs: Observation, status: RunpodRunStatus, out
     setCondition(status, 'PodReady', 'True', 'PodReady', `SSH answered with the pinned host key on ${pod.sshHost}:${pod.sshPort}`, obs.run.generation, obs.now);
     phase(ctx, 'Running', 'PodReady', `pod ${pod.name} is ready (${pod.gpuType})`);
   } else if (outcome.kind === 'untrusted') {
-    pod.state = 'Deleting';
-    fail(ctx, 'BootFailed', `pod ${pod.name} is not trusted: ${outcome.message}`);
+    // Images often start an sshd of their own (own host keys) that answers until the bootstrap's
+    // takes port 22 over: nothing is sent to it, and the pinned key is waited for until
+    // readyTimeoutSeconds, after which followPod deletes the pod and tries the next GPU type.
+    phase(ctx, 'Provisioning', 'WaitingForSsh', `pod ${pod.name}: SSH answers with a host key that is not the pinned one (trusted with nothing; waiting for the pinned key): ${outcome.message}`);
   }
 }
 

@@ -81,20 +81,36 @@ describe('provisioning', () => {
       await world.deleteRun('ambiguous');
     }));
 
-  test('a pod presenting another host key is not trusted: deleted, BootFailed', () =>
+  test('a pod that never presents the pinned host key: trusted with nothing, deleted after readyTimeoutSeconds, the next GPU type used', () =>
     withWorld('hostkey', async (world) => {
-      await injectFault(world.sim.adminUrl, { fault: 'slow-boot', count: 1, delayMs: 4000 });
-      await world.apply(runManifest('hostkey'));
+      // Both pods boot slowly, so each patch below lands before that pod's first probe.
+      await injectFault(world.sim.adminUrl, { fault: 'slow-boot', count: 2, delayMs: 4000 });
+      await world.apply(runManifest('hostkey', { limits: { maxRuntimeSeconds: 600, readyTimeoutSeconds: 30 } }));
       await world.waitForRun('hostkey', 'created', (r) => r.status?.pod?.id !== undefined);
-      // Pin another key than the one the pod was given: the handshake must be refused.
-      const other = generateKeyPair('other');
-      const patch = { data: { 'host-key.pub': Buffer.from(other.publicKey).toString('base64') } };
-      assert.equal((await kubectl(['patch', 'secret', 'hostkey-ssh', '-n', world.namespace, '--type', 'merge', '-p', JSON.stringify(patch)])).status, 0);
-      const run = await world.waitForRun('hostkey', 'Failed', (r) => r.status?.phase === 'Failed', 60_000);
-      assert.equal(run.status?.reason, 'BootFailed');
-      assert.match(run.status?.message ?? '', /not trusted/);
-      assert.ok(!hasCondition(run, 'PodReady'));
-      await world.waitForRun('hostkey', 'pod deleted', (r) => r.status?.pod?.state === 'Deleted', 30_000);
+      // Pin another key than the one the pod was given: every handshake with it is refused.
+      const secret = JSON.parse((await kubectl(['get', 'secret', 'hostkey-ssh', '-n', world.namespace, '-o', 'json'])).stdout) as { data: Record<string, string> };
+      const pinned = secret.data['host-key.pub'] ?? '';
+      const pin = async (key: string) => {
+        const patch = { data: { 'host-key.pub': key } };
+        assert.equal((await kubectl(['patch', 'secret', 'hostkey-ssh', '-n', world.namespace, '--type', 'merge', '-p', JSON.stringify(patch)])).status, 0);
+      };
+      await pin(Buffer.from(generateKeyPair('other').publicKey).toString('base64'));
+      const messages = new Set<string>();
+      const waited = await world.waitForRun('hostkey', 'the first attempt given up', (r) => {
+        messages.add(r.status?.message ?? '');
+        return r.status?.attempts?.[0]?.outcome === 'NotReady';
+      }, 90_000);
+      assert.equal(waited.status?.phase, 'Provisioning', 'a foreign key is waited out, not a failure');
+      assert.ok([...messages].some((m) => /not the pinned one/.test(m)), [...messages].join(' | '));
+      assert.ok(!hasCondition(waited, 'PodReady'));
+      // The right key again: the next GPU type's pod is trusted.
+      await pin(pinned);
+      const run = await world.waitForRun('hostkey', 'PodReady', podReady, 90_000);
+      assert.deepEqual(run.status?.attempts?.map((a) => [a.gpuType, a.outcome]), [['NVIDIA GeForce RTX 4090', 'NotReady'], ['NVIDIA A40', 'Created']]);
+      const pods = await simPods(world.sim.adminUrl);
+      assert.equal(pods.length, 2);
+      assert.equal(pods[0]?.deletedBy, 'account', 'the untrusted pod was deleted by the controller');
+      assert.ok(Date.parse(pods[0]?.deletedAt ?? '') <= Date.parse(pods[1]?.createdAt ?? ''), 'never two pods at once');
       await world.deleteRun('hostkey');
     }));
 

@@ -1,5 +1,6 @@
-// The bootstrap's requirement check, run for real here (no pod): the rendered args under dash and
-// bash --posix, with a PATH of symlinks that lacks some tools. Inside a private mount namespace with
+// The bootstrap's requirement check, run for real here (no pod): the rendered args, split into words
+// as Runpod does and exec'd without a shell, under dash and bash --posix, with a PATH of symlinks that
+// lacks some tools. Inside a private mount namespace with
 // tmpfs over /root and /etc/ssh, so that no mistake could touch this machine's SSH setup.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -8,7 +9,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { IMAGE_REQUIREMENTS } from '../../src/pod/protocol.ts';
-import { renderPodArgs } from '../../src/pod/render.ts';
+import { renderPodArgs, renderPodScriptsEnv } from '../../src/pod/render.ts';
+import { splitArgs } from '../runpod-sim/argv.ts';
 import { SHELLS, run, waitFor } from './helpers.ts';
 import { freePort } from '../envtest/harness.ts';
 
@@ -35,47 +37,71 @@ async function pathWithout(root: string, lacking: string[]): Promise<string> {
 }
 
 
+interface Booted {
+  pod: string;
+  output: () => string;
+  kill: () => void;
+}
+
+/** Runs the rendered args as Runpod would (split into words, no shell) with a PATH lacking `lacking`. */
+async function boot(shell: (typeof SHELLS)[number], lacking: string[]): Promise<Booted> {
+  const root = mkdtempSync(join(tmpdir(), 'rpo-boot-'));
+  roots.push(root);
+  const runDir = join(root, 'run');
+  const bin = await pathWithout(root, lacking);
+  const port = await freePort();
+  const env = {
+    PATH: bin,
+    HOME: '/root',
+    RUNPOD_POD_ID: 'testpod123',
+    RUNPOD_API_KEY: FAKE_POD_KEY,
+    RUNPOD_OPERATOR_API_URL: `http://127.0.0.1:${port}/v2`,
+    RUNPOD_OPERATOR_RUN_DIR: runDir,
+    RUNPOD_OPERATOR_WATCHDOG_PERIOD: '1',
+    RUNPOD_OPERATOR_DEADLINE: String(Math.floor(Date.now() / 1000) + 3600),
+    RUNPOD_OPERATOR_HOST_KEY: 'not used: the check fails first',
+    RUNPOD_OPERATOR_AUTHORIZED_KEY: 'ssh-ed25519 AAAA not-used',
+    ...renderPodScriptsEnv(),
+  };
+  const isolate = 'mount -t tmpfs tmpfs /root && mount -t tmpfs tmpfs /etc/ssh && exec /usr/bin/env -i "$@"';
+  const child = spawn(
+    'unshare',
+    ['--mount', '--propagation', 'private', '/bin/sh', '-c', isolate, 'isolate',
+      ...Object.entries(env).map(([name, value]) => `${name}=${value}`), ...splitArgs(renderPodArgs({ shell }))],
+    { detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return {
+    pod: join(runDir, '.pod'),
+    output: () => output,
+    kill: () => {
+      if (child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    },
+  };
+}
+
 for (const shell of SHELLS) {
   describe(`bootstrap under ${shell}`, () => {
     const noHttp = 'curl (or python3, or GNU wget): the watchdog cannot call Runpod';
     const cases = [
       { lacking: ['setsid'], reason: 'the image lacks: setsid' },
-      { lacking: ['setsid', 'tar', 'base64'], reason: 'the image lacks: setsid tar base64' },
+      { lacking: ['sha256sum', 'setsid', 'tar'], reason: 'the image lacks: sha256sum setsid tar' },
       // No HTTP client either (this PATH has no python3 or wget): named too, and the watchdog says it cannot call.
       { lacking: ['setsid', 'curl'], reason: `the image lacks: setsid, and ${noHttp}` },
     ];
     for (const { lacking, reason } of cases) {
       const http = !lacking.includes('curl');
       test(`reports exactly what the image lacks (${lacking.join(', ')}), then the watchdog deletes the pod at once`, async () => {
-        const root = mkdtempSync(join(tmpdir(), 'rpo-boot-'));
-        roots.push(root);
-        const runDir = join(root, 'run');
-        const bin = await pathWithout(root, lacking);
-        const port = await freePort();
-        const env = {
-          PATH: bin,
-          HOME: '/root',
-          RUNPOD_POD_ID: 'testpod123',
-          RUNPOD_API_KEY: FAKE_POD_KEY,
-          RUNPOD_OPERATOR_API_URL: `http://127.0.0.1:${port}/v2`,
-          RUNPOD_OPERATOR_RUN_DIR: runDir,
-          RUNPOD_OPERATOR_WATCHDOG_PERIOD: '1',
-          RUNPOD_OPERATOR_DEADLINE: String(Math.floor(Date.now() / 1000) + 3600),
-          RUNPOD_OPERATOR_HOST_KEY: 'not used: the check fails first',
-          RUNPOD_OPERATOR_AUTHORIZED_KEY: 'ssh-ed25519 AAAA not-used',
-        };
-        const isolate = 'mount -t tmpfs tmpfs /root && mount -t tmpfs tmpfs /etc/ssh && exec /usr/bin/env -i "$@"';
-        const child = spawn(
-          'unshare',
-          ['--mount', '--propagation', 'private', '/bin/sh', '-c', isolate, 'isolate',
-            ...Object.entries(env).map(([name, value]) => `${name}=${value}`), '/bin/sh', '-c', renderPodArgs({ shell })],
-          { detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
-        );
-        let output = '';
-        child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-        child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+        const booted = await boot(shell, lacking);
+        const { pod } = booted;
         try {
-          const pod = join(runDir, '.pod');
           await waitFor('the bootstrap verdict', () => (existsSync(join(pod, 'bootstrap')) ? true : undefined));
           assert.equal(readFileSync(join(pod, 'bootstrap'), 'utf8'), `failed: ${reason}\n`);
           await waitFor('the watchdog verdict', () => (existsSync(join(pod, 'watchdog')) ? true : undefined));
@@ -96,20 +122,29 @@ for (const shell of SHELLS) {
           const recorded = await waitFor('the recorded delete failure', () => (existsSync(join(pod, 'watchdog.delete')) ? readFileSync(join(pod, 'watchdog.delete'), 'utf8') : undefined));
           assert.match(recorded, http ? /^bootstrap \d+ DELETE: no answer from .*; terminate: no answer from .*\n$/ : /^bootstrap \d+ the image lacks curl/);
           assert.match(readFileSync(join(pod, 'bootstrap.log'), 'utf8'), new RegExp(`FAILED: ${escaped(reason)}`));
-          assert.match(output, new RegExp(`watchdog: deleting the pod: the bootstrap failed: ${escaped(reason)}`), 'the log also goes to stdout');
+          assert.match(booted.output(), new RegExp(`watchdog: deleting the pod: the bootstrap failed: ${escaped(reason)}`), 'the log also goes to stdout');
           // sshd was never started and nothing was installed.
           assert.equal(existsSync(join(pod, 'image.env')), false);
-          assert.ok(!output.includes(FAKE_POD_KEY) && !log.includes(FAKE_POD_KEY), 'the pod key is never logged');
+          assert.ok(!booted.output().includes(FAKE_POD_KEY) && !log.includes(FAKE_POD_KEY), 'the pod key is never logged');
         } finally {
-          if (child.pid !== undefined) {
-            try {
-              process.kill(-child.pid, 'SIGKILL');
-            } catch {
-              // Already gone.
-            }
-          }
+          booted.kill();
         }
       });
     }
+
+    test('without base64 the args\' stub records the failure, says it on stdout and tries to delete the pod', async () => {
+      const booted = await boot(shell, ['base64']);
+      const { pod } = booted;
+      try {
+        await waitFor('the bootstrap verdict', () => (existsSync(join(pod, 'bootstrap')) ? true : undefined));
+        assert.equal(readFileSync(join(pod, 'bootstrap'), 'utf8'), 'failed: the image lacks: base64\n');
+        // curl's own complaint: the API (nothing listens there) was called.
+        await waitFor('the delete attempt', () => (/curl: \(7\)/.test(booted.output()) ? true : undefined));
+        assert.match(booted.output(), /runpod-operator bootstrap: FAILED: the image lacks: base64; deleting the pod/);
+        assert.ok(!booted.output().includes(FAKE_POD_KEY), 'the pod key is never logged');
+      } finally {
+        booted.kill();
+      }
+    });
   });
 }

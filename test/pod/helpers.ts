@@ -111,9 +111,7 @@ export interface PodOptions {
   input?: Partial<PodEnvInput>;
   /** Extra env entries after rendering (e.g. a PATH), or replacements of rendered ones. */
   extraEnv?: Record<string, string>;
-  /** Shell text run before the rendered args (stands in for an image's own setup). */
-  prelude?: string;
-  /** The image name (the simulator's `images` config says what it lacks); default "test". */
+  /** The create call's image (the simulator's config may give it an entrypoint or an sshd of its own). */
   image?: string;
 }
 
@@ -146,7 +144,7 @@ export async function createPod(sim: RunningSimulator, options: PodOptions): Pro
       image: options.image ?? 'test',
       gpu: { id: 'NVIDIA A40', count: 1 },
       ports: ['22/tcp'],
-      args: options.prelude === undefined ? args : `${options.prelude}\n${args}`,
+      args,
       env,
     }),
   });
@@ -181,7 +179,7 @@ export async function waitDeleted(sim: RunningSimulator, id: string, timeoutMs =
       return pod.deletedAt === null ? undefined : pod;
     }, timeoutMs, 200);
   } catch (error) {
-    throw new Error(`${(error as Error).message}; its logs:\n${await simPodLogs(sim.adminUrl, id)}`);
+    throw new Error(`${(error as Error).message} (${String((error as Error).cause)}); its logs:\n${await simPodLogs(sim.adminUrl, id)}`);
   }
 }
 

@@ -17,10 +17,24 @@ import {
   ACCOUNT_KEY, SHELLS, cleanUp, createPod, makeKeys, removeKeys, run, simPod, ssh, sshPort, waitDeleted, waitFor, type Keys,
 } from './helpers.ts';
 
+/** Images with an NGC-style ENTRYPOINT (its setup, then `exec "$@"`); any other image has none. */
+const IMAGES = {
+  /** Its entrypoint makes host keys of its own (and an sshd_config that would serve them). */
+  withHostKeys: 'ngc-style/with-host-keys:1',
+  /** Its start script runs its own sshd on 22 (fresh host keys), then takes a while before the args. */
+  ownSshd: 'ngc-style/own-sshd:1',
+};
+
 const SIM_CONFIG = {
   gpuTypes: [{ id: 'NVIDIA A40', displayName: 'A40', memoryInGb: 48, pricePerHour: 0.4, stock: { 'EU-RO-1': 64 } }],
   rateLimits: { enabled: false },
   timings: { restartDelayMs: 200 },
+  images: {
+    [IMAGES.withHostKeys]: {
+      entrypoint: ['/bin/sh', '-c', 'ssh-keygen -q -t ecdsa -N "" -f /etc/ssh/ssh_host_ecdsa_key && ssh-keygen -q -t ed25519 -N "" -f /etc/ssh/ssh_host_ed25519_key && exec "$@"', 'nvidia_entrypoint'],
+    },
+    [IMAGES.ownSshd]: { entrypoint: ['/bin/sh', '-c', 'sleep 20; exec "$@"', 'start'], ownSshd: true },
+  },
 };
 
 const unix = (): number => Math.floor(Date.now() / 1000);
@@ -32,10 +46,15 @@ async function podState(port: number, keys: Keys, runDir?: string): Promise<PodS
   return parsePodState(result.stdout);
 }
 
-/** Waits until both verdicts are in (over SSH) and returns the state. */
+/**
+ * Waits until both verdicts are in (over SSH) and returns the state. The port is published before
+ * our sshd listens (as on Runpod): until it does, connections are refused or meet the image's sshd.
+ */
 async function verdicts(port: number, keys: Keys, runDir?: string): Promise<PodState> {
   return waitFor('the bootstrap and watchdog verdicts', async () => {
-    const state = await podState(port, keys, runDir);
+    const result = await ssh(port, keys, podStateCommand(runDir === undefined ? {} : { runDir }));
+    if (result.code !== 0) return undefined;
+    const state = parsePodState(result.stdout);
     return state.bootstrap.status !== 'pending' && state.watchdog.status !== 'pending' ? state : undefined;
   }, 30000, 300);
 }
@@ -48,6 +67,27 @@ async function deletedByPod(sim: RunningSimulator, id: string, reason: RegExp, t
   assert.equal(pod.deletedBy, 'pod', logs);
   assert.match(logs, reason);
   return Date.parse(pod.deletedAt ?? '');
+}
+
+/**
+ * Runs `body` with a PATH of symlinks to every required tool (and the shells) but `lacking`. It lives
+ * on this machine's file system, which is the pod's (read-only; /tmp and /var/tmp are the pod's own).
+ */
+async function withPathLacking(lacking: string[], body: (bin: string) => Promise<void>): Promise<void> {
+  mkdirSync('/var/lib/runpod-operator-tests', { recursive: true });
+  const root = mkdtempSync('/var/lib/runpod-operator-tests/path-');
+  const bin = join(root, 'bin');
+  mkdirSync(bin);
+  try {
+    for (const tool of [...IMAGE_REQUIREMENTS, 'curl', 'dash', 'bash']) {
+      if (lacking.includes(tool)) continue;
+      const found = (await run(['sh', '-c', `command -v ${tool}`])).stdout.trim();
+      if (found !== '') symlinkSync(found, join(bin, tool));
+    }
+    await body(bin);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
 }
 
 const allKeys: Keys[] = [];
@@ -83,9 +123,9 @@ for (const shell of SHELLS) {
 
     test('sshd presents exactly the pinned host key (never the image\'s), keys only; both verdicts ok', () => withSim(async (sim) => {
       const k = await keys();
-      // The image ships host keys of its own and an sshd_config that would serve them.
-      const prelude = "ssh-keygen -q -t ecdsa -N '' -f /etc/ssh/ssh_host_ecdsa_key && ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key";
-      const id = await createPod(sim, { name: name('pinned'), shell, keys: k, prelude });
+      // The image ships host keys of its own and an sshd_config that would serve them, and its
+      // ENTRYPOINT runs before the args (NGC style).
+      const id = await createPod(sim, { name: name('pinned'), shell, keys: k, image: IMAGES.withHostKeys });
       const port = await sshPort(sim, id);
       const state = await verdicts(port, k);
       assert.deepEqual(state.bootstrap, { status: 'ok' });
@@ -119,6 +159,7 @@ for (const shell of SHELLS) {
       assert.match(look.stdout, /^SSH_CONNECTION=/m, 'the session env was read');
       assert.ok(!look.stdout.includes(pod.podApiKey), 'the pod key is in no env but the watchdog\'s');
       assert.ok(!look.stdout.includes('RUNPOD_OPERATOR_HOST_KEY='), 'no env keeps the host key');
+      assert.ok(!/RUNPOD_OPERATOR_(BOOTSTRAP|WATCHDOG)=/.test(look.stdout), 'the scripts stay out of the job\'s env');
       const watchdogEnv = await ssh(port, k, 'tr "\\0" "\\n" < /proc/1/environ');
       assert.ok(watchdogEnv.stdout.includes(`RUNPOD_API_KEY=${pod.podApiKey}`) && !watchdogEnv.stdout.includes('RUNPOD_OPERATOR_HOST_KEY='));
       assert.match(look.stdout, new RegExp(`^export RUNPOD_POD_ID='${id}'$`, 'm'));
@@ -149,9 +190,13 @@ for (const shell of SHELLS) {
       // $0.40/h: $0.0006 is spent 5.4 s after the create.
       const id = await createPod(sim, { name: name('costcap'), shell, keys: k, input: { maxCostUsd: '0.0006' } });
       const created = Date.parse((await simPod(sim, id)).createdAt);
-      const deletedAt = await deletedByPod(sim, id, /deleting the pod: the cost cap was reached \(spent about \$0\.000[6-9]\d* at \$0\.4\/h, cap \$0\.0006\)/);
+      const deletedAt = await deletedByPod(sim, id, /deleting the pod: the cost cap was reached \(spent about \$\d+\.\d+ at \$0\.4\/h, cap \$0\.0006\)/);
       assert.ok(deletedAt - created >= 4000, `deleted ${deletedAt - created} ms after the create`);
-      assert.match(await simPodLogs(sim.adminUrl, id), /cost cap: \$0\.0006 at \$0\.4\/h from \d+/);
+      const logs = await simPodLogs(sim.adminUrl, id);
+      assert.match(logs, /cost cap: \$0\.0006 at \$0\.4\/h from \d+/);
+      // Not before the cap (how long after it depends on the machine's load: no upper bound here).
+      const spent = Number(/the cost cap was reached \(spent about \$(\d+\.\d+)/.exec(logs)?.[1]);
+      assert.ok(spent >= 0.0006, `spent ${spent}`);
     }));
 
     test('the retrieved marker deletes the pod', () => withSim(async (sim) => {
@@ -167,7 +212,8 @@ for (const shell of SHELLS) {
     test('a job on the pod: its exit code 3 and log are recorded, the image env reaches it (never the pod key), then the retrieve grace deletes the pod', () => withSim(async (sim) => {
       const k = await keys();
       const runDir = "/workspace/a run's dir";
-      const id = await createPod(sim, { name: name('job'), shell, keys: k, input: { runDir, retrieveGraceSeconds: 3 } });
+      // Long enough for a loaded machine to read the exit code over SSH before the grace deletes the pod.
+      const id = await createPod(sim, { name: name('job'), shell, keys: k, input: { runDir, retrieveGraceSeconds: 10 } });
       const port = await sshPort(sim, id);
       await verdicts(port, k, runDir);
       const command = ['sh', '-c', 'echo "pod=$RUNPOD_POD_ID key=${RUNPOD_API_KEY:-none} cwd=$(pwd)"; exit 3'];
@@ -179,7 +225,7 @@ for (const shell of SHELLS) {
       }, 30000, 300);
       assert.equal(done.job.exitCode, 3);
       assert.equal(done.logTail, `pod=${id} key=none cwd=${runDir}\n`);
-      await deletedByPod(sim, id, /the job ended with exit code 3[^\n]*\n[^]*deleting the pod: the job ended at \d+ and its results were not retrieved within 3 s/);
+      await deletedByPod(sim, id, /the job ended with exit code 3[^\n]*\n[^]*deleting the pod: the job ended at \d+ and its results were not retrieved within 10 s/);
     }));
 
     test('a keep marker keeps the pod past the boot grace and the retrieve grace once a job exists; unkept, it goes', () => withSim(async (sim) => {
@@ -218,23 +264,43 @@ for (const shell of SHELLS) {
 
     test('an image without setsid: the bootstrap names it and the pod is deleted at once', () => withSim(async (sim) => {
       const k = await keys();
-      // The pod's root file system is this machine's (read-only; /tmp and /var/tmp are its own):
-      // a PATH of symlinks there, set by the "image" before the args run.
-      mkdirSync('/var/lib/runpod-operator-tests', { recursive: true });
-      const root = mkdtempSync('/var/lib/runpod-operator-tests/path-');
-      const bin = join(root, 'bin');
-      mkdirSync(bin);
-      try {
-        for (const tool of [...IMAGE_REQUIREMENTS, 'curl', 'dash', 'bash']) {
-          if (tool === 'setsid') continue;
-          const found = (await run(['sh', '-c', `command -v ${tool}`])).stdout.trim();
-          if (found !== '') symlinkSync(found, join(bin, tool));
-        }
-        const id = await createPod(sim, { name: name('nosetsid'), shell, keys: k, prelude: `PATH=${bin}; export PATH` });
+      await withPathLacking(['setsid'], async (bin) => {
+        const id = await createPod(sim, { name: name('nosetsid'), shell, keys: k, extraEnv: { PATH: bin } });
         await deletedByPod(sim, id, /bootstrap: FAILED: the image lacks: setsid\n[^]*watchdog: verdict: failed: the bootstrap failed: the image lacks: setsid/);
-      } finally {
-        rmSync(root, { recursive: true, force: true });
-      }
+      });
+    }));
+
+    test('an image without base64: the args\' stub says so and deletes the pod itself (nothing else of ours can run)', () => withSim(async (sim) => {
+      const k = await keys();
+      await withPathLacking(['base64'], async (bin) => {
+        const id = await createPod(sim, { name: name('nobase64'), shell, keys: k, extraEnv: { PATH: bin } });
+        await deletedByPod(sim, id, /runpod-operator bootstrap: FAILED: the image lacks: base64; deleting the pod/);
+        assert.equal((await simPod(sim, id)).restarts, 0, 'the container stayed up: no restart loop');
+      });
+    }));
+
+    test('an image whose own sshd holds port 22 first: a foreign host key is refused until the bootstrap takes the port over', () => withSim(async (sim) => {
+      const k = await keys();
+      const id = await createPod(sim, { name: name('ownsshd'), shell, keys: k, image: IMAGES.ownSshd });
+      const port = await sshPort(sim, id);
+      // The image's sshd answers first, with a key of its own: the pinned check refuses it.
+      const foreign = await waitFor('the image\'s sshd', async () => {
+        const tried = await ssh(port, k, 'true');
+        return /Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED/.test(tried.stderr) ? tried : undefined;
+      }, 30000, 200);
+      assert.notEqual(foreign.code, 0);
+      const state = await verdicts(port, k);
+      assert.deepEqual(state.bootstrap, { status: 'ok' });
+      const scan = await run(['ssh-keyscan', '-p', String(port), '127.0.0.1']);
+      const offered = scan.stdout.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('#'));
+      assert.deepEqual(offered.map((line) => line.split(' ').slice(1).join(' ')), [k.hostPublic.split(' ').slice(0, 2).join(' ')], 'only the pinned key is served now');
+      const logs = await simPodLogs(sim.adminUrl, id);
+      assert.match(logs, /bootstrap: stopping the image's own listener on port 22 \(pid \d+\)/);
+      // What reached the image's sshd (its VERBOSE log, up to the takeover): connections, never an
+      // authentication attempt ("Failed publickey ... authenticating user" if one had been made).
+      const foreignLog = logs.slice(0, logs.indexOf('stopping the image\'s own listener'));
+      assert.match(foreignLog, /Connection from 127\.0\.0\.1 port \d+ on 127\.0\.0\.1 port 22/);
+      assert.doesNotMatch(foreignLog, /Accepted|Failed|Postponed|authenticating user/);
     }));
 
     test('a watchdog that cannot reach the API with its key reports failed (the controller then deletes the pod)', () => withSim(async (sim) => {

@@ -4,6 +4,10 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { IMAGE_REQUIREMENTS, POD_ENV, POD_FILES, podPath } from '../../src/pod/protocol.ts';
 import { BOOTSTRAP_SCRIPT, WATCHDOG_SCRIPT, minifyScript, renderPodArgs, renderPodEnv, type PodEnvInput } from '../../src/pod/render.ts';
+import { parseSpec, type RunpodRun } from '../../src/api/runpodrun.ts';
+import { buildCreatePodRequest } from '../../src/run/pod-request.ts';
+import { generateRunKeys } from '../../src/ssh/index.ts';
+import { splitArgs } from '../runpod-sim/argv.ts';
 import { SHELLS, run } from './helpers.ts';
 
 const source = (name: string): string => readFileSync(new URL(`../../src/pod/${name}`, import.meta.url), 'utf8');
@@ -44,6 +48,8 @@ describe('renderPodEnv', () => {
       RUNPOD_OPERATOR_HOST_KEY: Buffer.from(HOST_KEY).toString('base64'),
       RUNPOD_OPERATOR_AUTHORIZED_KEY: CLIENT_KEY,
       RUNPOD_OPERATOR_WATCHDOG_PERIOD: '5',
+      RUNPOD_OPERATOR_BOOTSTRAP: Buffer.from(BOOTSTRAP_SCRIPT).toString('base64'),
+      RUNPOD_OPERATOR_WATCHDOG: Buffer.from(WATCHDOG_SCRIPT).toString('base64'),
     });
     assert.deepEqual(Object.keys(env).sort(), Object.values(POD_ENV).sort());
   });
@@ -89,20 +95,48 @@ describe('renderPodEnv', () => {
 
 describe('renderPodArgs', () => {
   for (const shell of ['sh', ...SHELLS] as const) {
-    test(`sh -c "<args>" hands ${shell} the two scripts byte for byte`, async () => {
+    test(`one line that Runpod splits into ${shell}, -c and a stub; the stub parses and decodes the bootstrap`, async () => {
       const args = renderPodArgs({ shell });
-      const prefix = `exec ${shell} -c `;
-      assert.ok(args.startsWith(prefix));
-      // Same words, printed instead of exec'd: the quoting is exact.
-      const printed = await run(['sh', '-c', `printf '%s\\0' ${args.slice(prefix.length)}`]);
-      assert.equal(printed.code, 0, printed.stderr);
-      assert.deepEqual(printed.stdout.split('\0'), [BOOTSTRAP_SCRIPT, 'runpod-operator-bootstrap', shell, WATCHDOG_SCRIPT, '']);
-      assert.ok(args.length < 32 * 1024, `args are ${args.length} bytes`);
+      assert.doesNotMatch(args, /[\n\r]/, 'one line');
+      assert.ok(args.length < 1024, `args are ${args.length} bytes`);
+      const words = splitArgs(args);
+      const stub = words.at(-1) ?? '';
+      // The first word is a program (never a builtin such as exec), and the stub is one word.
+      assert.deepEqual(words, [...shell.split(' '), '-c', stub]);
+      assert.equal(args, `${shell} -c '${stub}'`, 'the stub needs no quoting beyond its single quotes');
+      const checked = await run([...shell.split(' '), '-n', '-c', stub]);
+      assert.equal(checked.code, 0, checked.stderr);
+      // What the stub decodes is the bootstrap, byte for byte (printed instead of exec'd).
+      const decoded = await run([...shell.split(' '), '-c', stub.replace(/&&exec .*$/, '&&printf %s "$b"')], {
+        env: { ...process.env, ...renderPodEnv(input()) },
+      });
+      assert.equal(decoded.stdout, BOOTSTRAP_SCRIPT, decoded.stderr);
     });
   }
 
   test('an unknown shell is refused', () => {
     assert.throws(() => renderPodArgs({ shell: 'zsh' as never }));
+  });
+
+  test('the whole create body (a real run\'s, with real keys) stays small: about 22 KB, args under 1 KB', () => {
+    const verdict = parseSpec({
+      credentials: { secretName: 'runpod' }, image: 'axolotlai/axolotl-cloud:0.19.0', gpu: { types: ['NVIDIA GeForce RTX 4090'] },
+      job: { command: ['python', 'train.py'] }, limits: { maxRuntimeSeconds: 21600, maxCostUsd: '25.00' },
+    });
+    assert.ok(verdict.ok);
+    const keys = generateRunKeys('finetune-qwen');
+    const run = { metadata: { name: 'finetune-qwen', namespace: 'ml', uid: '9d3c2b1a-0000-4000-8000-000000000002' } } as RunpodRun;
+    const body = buildCreatePodRequest({
+      run, spec: verdict.spec, attemptName: 'finetune-qwen-1', attemptNumber: 1, gpuType: 'NVIDIA GeForce RTX 4090',
+      sshKeys: { clientPrivateKey: keys.client.privateKey, clientPublicKey: keys.client.publicKey, hostPrivateKey: keys.host.privateKey, hostPublicKey: keys.host.publicKey },
+      clusterId: '5f0c1a2b-0000-4000-8000-000000000001', runpodApiUrl: 'https://api.runpod.io/v2', watchdogPeriodMs: 10_000, now: new Date(),
+    });
+    const bytes = Buffer.byteLength(JSON.stringify(body));
+    // Measured when written: 22263 bytes in all (args 620, env 21442: nearly all of it the two
+    // base64 scripts, 8948 + 11224 bytes).
+    assert.ok(bytes < 32 * 1024, `the create body is ${bytes} bytes`);
+    assert.ok(Buffer.byteLength(body.args ?? '') < 1024, `args are ${body.args?.length} bytes`);
+    assert.doesNotMatch(body.args ?? '', /\n/);
   });
 });
 

@@ -195,12 +195,22 @@ describe('decide: provisioning', () => {
     assert.equal(d.status.pod?.costPerHour, '0.50');
   });
 
-  test('a host key mismatch: the pod is not trusted, deleted, the run fails BootFailed', () => {
-    const status = createdStatus();
-    applyProbeOutcome(observe(), status, { kind: 'untrusted', message: 'host key mismatch' });
-    assert.equal(status.reason, 'BootFailed');
+  test('a foreign host key (the image\'s own sshd): never trusted, waited out until readyTimeoutSeconds, then the next GPU type', () => {
+    let status = createdStatus();
+    const listed = pod({ ssh: { host: '127.0.0.1', port: 2222 } });
+    applyProbeOutcome(observe({ now: at(10) }), status, { kind: 'untrusted', message: 'host key mismatch at 127.0.0.1:2222' });
+    assert.equal(status.phase, 'Provisioning');
+    assert.equal(status.reason, 'WaitingForSsh');
+    assert.match(status.message ?? '', /not the pinned one[^]*host key mismatch/);
+    assert.ok(!status.conditions?.some((c) => c.type === 'PodReady' && c.status === 'True'));
+    assert.equal(status.pod?.state, 'RUNNING');
+    // Probed again (no job, no env, no upload: those need PodReady) ...
+    assert.deepEqual(decide(observe({ now: at(13), pods: { listedAt: at(13), items: [listed] } }, status)).action, { type: 'probeSsh', podId: 'p1', host: '127.0.0.1', port: 2222 });
+    // ... until the ready timeout: deleted, attempt NotReady, then the next type.
+    status = decide(observe({ now: at(61), pods: { listedAt: at(61), items: [listed] } }, status)).status;
     assert.equal(status.pod?.state, 'Deleting');
-    assert.deepEqual(decide(observe({ pods: { listedAt: t0, items: [pod()] } }, status)).action, { type: 'deletePod', podId: 'p1' });
+    assert.equal(status.attempts?.[0]?.outcome, 'NotReady');
+    assert.deepEqual(decide(observe({ now: at(61), pods: { listedAt: at(61), items: [listed] } }, status)).action, { type: 'deletePod', podId: 'p1' });
   });
 
   test('not ready within readyTimeoutSeconds: delete (confirmed), then the next GPU type', () => {

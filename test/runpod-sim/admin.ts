@@ -6,7 +6,7 @@ import { faultSchema } from './faults.ts';
 import { fail, json, readJsonBody, type Reply, type Route } from './http.ts';
 import { problem, problems, validationErrors } from './problems.ts';
 import { processTable, type ProcessTable } from './procs.ts';
-import type { PodRecord } from './state.ts';
+import { assignedPorts, type PodRecord } from './state.ts';
 
 export type AdminHandler = (core: SimCore, req: IncomingMessage, params: string[]) => Promise<Reply>;
 
@@ -28,7 +28,7 @@ function simPodView(core: SimCore, pod: PodRecord, table: ProcessTable): Record<
     deletedBy: pod.deletedBy,
     restarts: pod.restarts,
     sshPort: ssh?.public ?? null,
-    ready: pod.container?.ready ?? false,
+    ready: assignedPorts(pod) !== null,
     podApiKey: pod.podKey,
     processes: real?.processes(table) ?? [],
   };

@@ -35,11 +35,6 @@ const dataCenterSchema = z.strictObject({
 });
 
 /** A simulated image, by the create call's `image` name: what the real one would lack. */
-export const imageSchema = z.strictObject({
-  /** Commands absent from the pod's file system (hidden in the container's mount namespace), e.g. ["curl"]. */
-  withoutCommands: z.array(z.string().regex(/^[A-Za-z0-9._+-]+$/, 'a command name')).default([]),
-});
-
 /** What a pod-scoped key may be refused on its own pod (API-NOTES §4.1: "delete permission varies by deployment"). */
 export const podKeyRefusalSchema = z.enum(['delete', 'terminate', 'stop', 'restart', 'start']);
 
@@ -47,6 +42,28 @@ const rateLimitWindowSchema = z.strictObject({
   quota: z.number().int().positive(),
   seconds: z.number().int().positive(),
 });
+
+/**
+ * What the simulator knows of an image, keyed by the create call's `image` (an image not listed has
+ * no entrypoint and no sshd of its own, like Runpod's base images started with `args`).
+ */
+export const imageSchema = z
+  .strictObject({
+    /** The image's ENTRYPOINT (exec form): the argv split from `args` is appended to it, as Docker does. */
+    entrypoint: z.array(z.string().min(1)).min(1).optional(),
+    /**
+     * The image's start script runs an sshd of its own on port 22, with host keys made fresh in each
+     * container, before it execs the args (as images that start sshd when PUBLIC_KEY is set do). Only
+     * an ENTRYPOINT can do that: `args` replace the CMD, so a start script in the CMD never runs.
+     */
+    ownSshd: z.boolean().default(false),
+    /** Commands absent from the pod's file system (hidden in the container's mount namespace), e.g. ["curl"]. */
+    withoutCommands: z.array(z.string().regex(/^[A-Za-z0-9._+-]+$/, 'a command name')).default([]),
+  })
+  .refine((image) => !image.ownSshd || image.entrypoint !== undefined, {
+    message: 'ownSshd needs an entrypoint (args replace the CMD, so only an ENTRYPOINT can start the image\'s sshd)',
+    path: ['ownSshd'],
+  });
 
 export const simConfigSchema = z
   .strictObject({
@@ -63,26 +80,23 @@ export const simConfigSchema = z
       .prefault({}),
     timings: z
       .strictObject({
-        /** Extra delay after the container starts before its ports are reachable and reported. */
+        /** Delay after the container starts before its ports are assigned (reachable and reported). */
         bootDelayMs: z.number().int().nonnegative().default(0),
         /** Delay before a container whose main process exited is started again (Runpod restart-loops). */
         restartDelayMs: z.number().int().nonnegative().default(2000),
         /** Delay before answering a create, to exercise client timeouts. */
         createLatencyMs: z.number().int().nonnegative().default(0),
-        /** How often a booting pod's port 22 is probed. */
-        probeIntervalMs: z.number().int().positive().default(100),
       })
       .prefault({}),
     pods: z
       .strictObject({
-        /** What a pod runs when the create call sends no `args` (stands in for the image's CMD). */
+        /** What a pod runs when the create call sends no `args` (the image's CMD; split like `args`). */
         defaultArgs: z.string().default('sleep infinity'),
         /** Bytes of each pod's stdout/stderr kept for GET /_sim/pods/{id}/logs. */
         logBytes: z.number().int().positive().default(65536),
       })
       .prefault({}),
-    /** Per image name; an image not listed has every command of this machine. */
-    images: z.record(z.string(), imageSchema).default({}),
+    images: z.record(z.string().min(1), imageSchema).default({}),
     podKeys: z
       .strictObject({
         /** `DELETE /v2/pods/{id}` and the actions a pod key is refused (403) on its own pod; reading it stays allowed. */

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { assertNoLeaks, countRequests, injectFault, simPods, simStats } from './client.ts';
 import { CAPACITY_DETAIL } from './problems.ts';
 import { startSimulator, type RunningSimulator } from './server.ts';
-import { call, field, keyPair, sshConnect, sshdPodBody, sshExec, waitForSsh } from './testkit.ts';
+import { call, field, keyPair, shArgs, sshConnect, sshdPodBody, sshExec, waitForSsh } from './testkit.ts';
 
 const KEY = 'sim-test-account-key-faults';
 const a40 = (name: string): Record<string, unknown> => ({ name, image: 'x', gpu: { id: 'NVIDIA A40' } });
@@ -100,7 +100,7 @@ describe('fault injection', () => {
   });
 
   test('vanish kills a pod without a delete: 404, gone from the list, nothing left running', async () => {
-    const created = await call(sim, 'POST', '/v2/pods', { key: KEY, body: { ...a40('vanishing'), args: 'sleep 4001 & exec sleep infinity' } });
+    const created = await call(sim, 'POST', '/v2/pods', { key: KEY, body: { ...a40('vanishing'), args: shArgs('sleep 4001 & exec sleep infinity') } });
     const id = String(field(created.body, 'id'));
     await injectFault(sim.adminUrl, { fault: 'vanish', podId: id });
     assert.equal((await call(sim, 'GET', `/v2/pods/${id}`, { key: KEY })).status, 404);

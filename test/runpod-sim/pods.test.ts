@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { assertNoLeaks, simPodLogs, simPods } from './client.ts';
 import { startSimulator, type RunningSimulator } from './server.ts';
-import { call, envOf, field, keyPair, sshConnect, sshdPodBody, sshExec, waitFor, waitForSsh } from './testkit.ts';
+import { call, envOf, field, keyPair, shArgs, sshConnect, sshdPodBody, sshExec, waitFor, waitForSsh } from './testkit.ts';
 
 const KEY = 'sim-test-account-key-pods';
 
@@ -95,7 +95,7 @@ describe('real pods', () => {
     ].join('\n');
     const created = await call(sim, 'POST', '/v2/pods', {
       key: KEY,
-      body: { name: 'self-deleter', image: 'x', gpu: { id: 'NVIDIA A40', count: 2 }, ports: ['22/tcp'], env: { MY_VAR: 'mine', API: sim.baseUrl, OTHER: otherId }, args: script },
+      body: { name: 'self-deleter', image: 'x', gpu: { id: 'NVIDIA A40', count: 2 }, ports: ['22/tcp'], env: { MY_VAR: 'mine', API: sim.baseUrl, OTHER: otherId }, args: shArgs(script) },
     });
     assert.equal(created.status, 201);
     const id = String(field(created.body, 'id'));
@@ -123,7 +123,7 @@ describe('real pods', () => {
   });
 
   test('delete kills the whole process tree, daemons and detached sessions included', async () => {
-    const args = 'sleep 3001 & (setsid sh -c "sleep 3002 & exec sleep 3003" &) ; nohup sleep 3004 >/dev/null 2>&1 & exec sleep infinity';
+    const args = shArgs('sleep 3001 & (setsid sh -c "sleep 3002 & exec sleep 3003" &) ; nohup sleep 3004 >/dev/null 2>&1 & exec sleep infinity');
     const created = await call(sim, 'POST', '/v2/pods', { key: KEY, body: { name: 'tree', image: 'x', gpu: { id: 'NVIDIA A40' }, args } });
     const id = String(field(created.body, 'id'));
     const before = await waitFor('the tree to start', async () => {
@@ -143,7 +143,7 @@ describe('real pods', () => {
   });
 
   test('a container whose main process exits is restarted with new ports, keeping /workspace', async () => {
-    const args = 'echo run >> /workspace/runs; echo "runs:$(wc -l < /workspace/runs) root:$(ls /root | wc -l) port:$RUNPOD_TCP_PORT_22"; touch /root/stale; sleep 0.2';
+    const args = shArgs('echo run >> /workspace/runs; echo "runs:$(wc -l < /workspace/runs) root:$(ls /root | wc -l) port:$RUNPOD_TCP_PORT_22"; touch /root/stale; sleep 0.2');
     const created = await call(sim, 'POST', '/v2/pods', { key: KEY, body: { name: 'crashloop', image: 'x', gpu: { id: 'NVIDIA A40' }, ports: ['22/tcp'], args } });
     const id = String(field(created.body, 'id'));
     const pod = await waitFor('two restarts', async () => {

@@ -5,10 +5,13 @@
 //              whole life, like its volume), brings lo up, then relays 127.0.0.1:<sim port> inside
 //              the pod to the simulator's Unix socket, so the API base URL is the same inside and out.
 //   container  nsenter into the holder, then unshare --mount --pid --fork again: fresh tmpfs /root,
-//              /etc/ssh, /run, /tmp, /var/tmp, /dev/shm, then `exec sh -c <args>` as the container's
-//              PID 1 with Runpod's env. Runs again (new tmpfs, new ports) when its main process exits.
+//              /etc/ssh, /run, /tmp, /var/tmp, /dev/shm, then execs the image's entrypoint (if the
+//              image has one) followed by the words of `args` (argv.ts) as the container's PID 1,
+//              with Runpod's env: no shell is added, as on Runpod. Runs again (new tmpfs, new ports)
+//              when its main process exits.
 //   relays     per connection to a mapped loopback port: nsenter --net into the pod + socat to the
-//              private port. Not in the pod's PID namespace, so they are tracked and killed here.
+//              private port; reset at once when nothing listens there (refused, as on Runpod). Not in
+//              the pod's PID namespace, so they are tracked and killed here.
 //
 // Every link carries a parent-death signal, so if the simulator dies, its pods die with it.
 // SIGKILL to a PID namespace's init ends every process in it; its parent only exits once they are
@@ -18,6 +21,7 @@ import net from 'node:net';
 import { once } from 'node:events';
 import type { SimConfig } from './config.ts';
 import type { PodRecord, PortMapping } from './state.ts';
+import { splitArgs } from './argv.ts';
 import { hasListener, netNamespace, nowTicks, onlyChild, processesInNetNamespace, type ProcInfo, type ProcessTable } from './procs.ts';
 
 const PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -43,8 +47,27 @@ mount -t tmpfs -o mode=0755 tmpfs /root
 mount -t tmpfs -o mode=1777 tmpfs /tmp
 mount -t tmpfs -o mode=1777 tmpfs /var/tmp
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+own_sshd=$1
+pod_path=$2
+shift 2
+if [ "$own_sshd" = 1 ]; then
+  # The image's start script: its own sshd with host keys of its own, then the args.
+  ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key
+  ssh-keygen -q -t ecdsa -N '' -f /etc/ssh/ssh_host_ecdsa_key
+  if [ -n "\${PUBLIC_KEY:-}" ]; then
+    mkdir -p -m 700 /root/.ssh
+    printf '%s\n' "$PUBLIC_KEY" >/root/.ssh/authorized_keys
+  fi
+  /usr/sbin/sshd -D -e -o LogLevel=VERBOSE </dev/null &
+fi
 set +e
-exec sh -c "$1"
+PATH=$pod_path
+export PATH
+if [ "$#" -eq 0 ]; then
+  echo "runpod-sim: the container has no command" >&2
+  exit 127
+fi
+exec "$@"
 `;
 
 /**
@@ -96,8 +119,6 @@ export class RealPod {
   private lastListeners: Map<number, net.Server> | null = null;
   private readonly relays = new Set<ChildProcess>();
   private restartTimer: NodeJS.Timeout | null = null;
-  private probeTimer: NodeJS.Timeout | null = null;
-  private probing = false;
   private destroyed = false;
   private deletedAtTicks: number | null = null;
   private log = '';
@@ -152,13 +173,17 @@ export class RealPod {
       return;
     }
     const ports = this.portMappings(listeners);
-    const args = this.record.spec.args.trim() === '' ? this.ctx.config.pods.defaultArgs : this.record.spec.args;
+    const image = this.ctx.config.images[this.record.spec.image];
+    // The setup above runs with the simulator's PATH; the container's own (the create env may set
+    // it) applies from the exec of its command on, as in Docker.
+    const env = this.containerEnv(ports);
     const proc = spawn(
       'setpriv',
       ['--pdeathsig', 'KILL', 'nsenter', '--target', String(this.initPid), '--mount', '--net', '--pid', '--uts', '--',
         'setpriv', '--pdeathsig', 'KILL', 'unshare', '--mount', '--pid', '--fork', '--mount-proc', '--kill-child=SIGKILL',
-        'sh', '-c', hideCommandsScript(this.imageCommandsMissing()) + CONTAINER_SCRIPT, 'runpod-container', args],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: this.containerEnv(ports) },
+        'sh', '-c', hideCommandsScript(image?.withoutCommands ?? []) + CONTAINER_SCRIPT, 'runpod-container', image?.ownSshd ? '1' : '0', env.PATH ?? PATH,
+        ...(image?.entrypoint ?? []), ...this.command()],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...env, PATH } },
     );
     proc.stdout.on('data', (chunk: Buffer) => this.append(chunk));
     proc.stderr.on('data', (chunk: Buffer) => this.append(chunk));
@@ -168,9 +193,22 @@ export class RealPod {
     const now = Date.now();
     this.record.startedAt = now;
     this.record.reachableAfter = Math.max(this.record.reachableAfter, now + this.ctx.config.timings.bootDelayMs);
-    this.record.container = { startedAt: now, ports, ready: false };
+    this.record.container = { startedAt: now, ports };
     proc.on('exit', (code, signal) => this.onContainerExit(container, code, signal));
-    this.scheduleProbe();
+  }
+
+  /**
+   * The words of `args` (of `pods.defaultArgs`, the image's CMD, when args are empty). Args that do
+   * not split give no command: the container exits at once and restart-loops, as a broken one does.
+   */
+  private command(): string[] {
+    const args = this.record.spec.args.trim() === '' ? this.ctx.config.pods.defaultArgs : this.record.spec.args;
+    try {
+      return splitArgs(args);
+    } catch (error) {
+      this.append(`[runpod-sim] args do not split into words: ${(error as Error).message}\n`);
+      return [];
+    }
   }
 
   /** Ends the container (stop action, or before a restart); the pod's /workspace stays. */
@@ -205,7 +243,6 @@ export class RealPod {
     this.destroyed = true;
     this.deletedAtTicks = nowTicks();
     if (this.restartTimer) clearTimeout(this.restartTimer);
-    if (this.probeTimer) clearTimeout(this.probeTimer);
     const container = this.container;
     if (container) container.intentional = true;
     const holder = this.holder;
@@ -290,8 +327,11 @@ export class RealPod {
 
   private relay(socket: net.Socket, privatePort: number): void {
     socket.on('error', () => socket.destroy());
-    if (this.destroyed || this.initPid === null || !this.container || Date.now() < this.record.reachableAfter) {
-      socket.destroy();
+    // Nothing listening behind the port (not assigned yet, or sshd not up): refused. A reset is
+    // the nearest a listening socket can come to ECONNREFUSED.
+    if (this.destroyed || this.initPid === null || !this.container || Date.now() < this.record.reachableAfter
+      || !hasListener(this.initPid, privatePort)) {
+      socket.resetAndDestroy();
       return;
     }
     const proc = spawn(
@@ -320,32 +360,6 @@ export class RealPod {
 
   private async relaysGone(): Promise<void> {
     await Promise.all([...this.relays].map((proc) => exitOf(proc)));
-  }
-
-  private scheduleProbe(): void {
-    if (this.probeTimer || this.destroyed) return;
-    this.probeTimer = setTimeout(() => {
-      this.probeTimer = null;
-      void this.probe();
-    }, this.ctx.config.timings.probeIntervalMs);
-  }
-
-  /** Marks the container ready once port 22 (if exposed) answers through its relay. */
-  private async probe(): Promise<void> {
-    const state = this.record.container;
-    if (this.destroyed || !state || state.ready || this.probing || this.initPid === null) return;
-    this.probing = true;
-    try {
-      let ready = Date.now() >= this.record.reachableAfter;
-      const ssh = state.ports.find((port) => port.private === 22 && port.type === 'tcp');
-      if (ready && ssh?.public != null) {
-        ready = hasListener(this.initPid, 22) && (await answers(ssh.public));
-      }
-      if (ready && this.record.container === state) state.ready = true;
-    } finally {
-      this.probing = false;
-    }
-    if (this.record.container === state && !state.ready) this.scheduleProbe();
   }
 
   private onContainerExit(container: Container, code: number | null, signal: NodeJS.Signals | null): void {
@@ -378,11 +392,6 @@ export class RealPod {
     while (!this.destroyed && this.record.status === 'RUNNING' && (this.container === null || this.container === container) && Date.now() < giveUp) {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-  }
-
-  /** The commands the pod's image lacks (config `images.<name>.withoutCommands`). */
-  private imageCommandsMissing(): string[] {
-    return this.ctx.config.images[this.record.spec.image]?.withoutCommands ?? [];
   }
 
   private onHolderExit(): void {
@@ -467,20 +476,4 @@ function tcpPorts(ports: readonly string[]): number[] {
     return type === 'tcp' ? [Number(port)] : [];
   });
   return [...new Set(tcp)];
-}
-
-/** True if a connection to 127.0.0.1:port receives a byte (an SSH server speaks first). */
-function answers(port: number, timeoutMs = 3000): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    const done = (ok: boolean): void => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(ok);
-    };
-    const timer = setTimeout(() => done(false), timeoutMs);
-    socket.once('data', () => done(true));
-    socket.once('error', () => done(false));
-    socket.once('close', () => done(false));
-  });
 }

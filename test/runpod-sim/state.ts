@@ -29,8 +29,16 @@ export interface PodSpec {
 export interface ContainerState {
   startedAt: number;
   ports: PortMapping[];
-  /** True once every exposed tcp port (22 above all) answered through its relay. */
-  ready: boolean;
+}
+
+/**
+ * The container's ports once they are assigned: it runs and its boot delay (or slow-boot fault) has
+ * passed. Whether anything listens behind them does not matter (openapi-v2.json PodSsh.direct: "Null
+ * unless 22/tcp is in ports and the running pod has been assigned a public port for it").
+ */
+export function assignedPorts(pod: PodRecord, now = Date.now()): PortMapping[] | null {
+  const container = pod.status === 'RUNNING' ? pod.container : null;
+  return container && now >= pod.reachableAfter ? container.ports : null;
 }
 
 export interface PodRecord {

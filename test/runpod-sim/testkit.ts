@@ -47,8 +47,16 @@ export function keyPair(): KeyPair {
   return { private: pair.private, public: pair.public };
 }
 
-/** A POSIX-sh `args` that starts a real sshd with the host key and authorized key given in env. */
-export const SSHD_ARGS = [
+/**
+ * `args` that run `script` with sh: Runpod adds no shell, so the args name one (`sh -c '<script>'`,
+ * single-quoted so that Runpod's word splitting hands sh the script as one word).
+ */
+export function shArgs(script: string): string {
+  return `sh -c '${script.replace(/'/g, `'\\''`)}'`;
+}
+
+/** `args` that start a real sshd with the host key and authorized key given in env. */
+export const SSHD_ARGS = shArgs([
   'set -e',
   'mkdir -p /root/.ssh',
   'printf "%s\\n" "$PUBLIC_KEY" > /root/.ssh/authorized_keys',
@@ -58,7 +66,7 @@ export const SSHD_ARGS = [
   '/usr/sbin/sshd -e -p 22 -h /etc/ssh/ssh_host_ed25519_key',
   'echo sshd-started',
   'exec sleep infinity',
-].join('\n');
+].join('\n'));
 
 export function sshdPodBody(name: string, host: KeyPair, client: KeyPair, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
@@ -95,8 +103,31 @@ function hostKeyBlob(publicKey: string): Buffer {
   return Buffer.from(publicKey.split(' ')[1] ?? '', 'base64');
 }
 
-/** Connects with the host key pinned (anything else is refused) and returns the open client. */
-export async function sshConnect(port: number, host: KeyPair, client: KeyPair): Promise<ssh2.Client> {
+/** A connection refused or reset before the handshake: nothing listens behind the port yet. */
+export function isNotListening(error: unknown): boolean {
+  const { level, code, message } = error as { level?: string; code?: string; message?: string };
+  return level === 'client-socket' && (code === 'ECONNRESET' || code === 'ECONNREFUSED')
+    || /connection lost before handshake/i.test(message ?? '');
+}
+
+/**
+ * Connects with the host key pinned (anything else is refused) and returns the open client. The
+ * port is published before sshd listens (as on Runpod), so a refused or reset connection is tried
+ * again for a while; any other failure is final.
+ */
+export async function sshConnect(port: number, host: KeyPair, client: KeyPair, timeoutMs = 20000): Promise<ssh2.Client> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await sshConnectOnce(port, host, client);
+    } catch (error) {
+      if (!isNotListening(error) || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
+export async function sshConnectOnce(port: number, host: KeyPair, client: KeyPair): Promise<ssh2.Client> {
   const expected = hostKeyBlob(host.public);
   const conn = new ssh2.Client();
   await new Promise<void>((resolve, reject) => {

@@ -1,6 +1,6 @@
 // The JSON the v2 API serves: Pod, GPU types and data centers, in openapi-v2.json's shapes.
 import type { DataCenterConfig, GpuTypeConfig } from './config.ts';
-import type { Cloud, PodRecord, SimState } from './state.ts';
+import { assignedPorts, type Cloud, type PodRecord, type SimState } from './state.ts';
 
 export type AvailabilityLevel = 'NONE' | 'LOW' | 'MEDIUM' | 'HIGH';
 
@@ -15,9 +15,8 @@ export function allowedActions(pod: PodRecord): string[] {
 }
 
 export function podView(pod: PodRecord, now = Date.now()): Record<string, unknown> {
-  const container = pod.status === 'RUNNING' ? pod.container : null;
-  const ready = container?.ready === true;
-  const sshPort = ready ? container.ports.find((port) => port.private === 22 && port.type === 'tcp')?.public : undefined;
+  const ports = assignedPorts(pod, now);
+  const sshPort = ports?.find((port) => port.private === 22 && port.type === 'tcp')?.public;
   return {
     id: pod.id,
     name: pod.spec.name,
@@ -44,13 +43,13 @@ export function podView(pod: PodRecord, now = Date.now()): Record<string, unknow
     cost: pod.costPerHr,
     locked: false,
     globalNetworking: { enabled: pod.spec.globalNetworking },
-    runtime: ready
+    runtime: ports && pod.container
       ? {
-          uptime: Math.max(0, Math.floor((now - container.startedAt) / 1000)),
+          uptime: Math.max(0, Math.floor((now - pod.container.startedAt) / 1000)),
           gpus: Array.from({ length: pod.gpuCount }, () => ({ util: 0, memoryUtil: 0 })),
           cpu: { util: 0 },
           memory: { util: 0 },
-          ports: container.ports.map((port) => ({
+          ports: ports.map((port) => ({
             private: port.private,
             public: port.public,
             type: port.type,

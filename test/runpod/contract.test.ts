@@ -16,8 +16,9 @@ const KEY = 'rpa_CONTRACT0TEST0KEY00000000000000000';
 const A40 = 'NVIDIA A40';
 const RTX4090 = 'NVIDIA GeForce RTX 4090';
 const H100 = 'NVIDIA H100 80GB HBM3';
-// An SSH-speaking listener on 22 is what the simulator waits for before it reports ssh.direct.
-const BANNER_ARGS = "exec socat TCP-LISTEN:22,fork,reuseaddr SYSTEM:'echo SSH-2.0-contract'";
+// Something SSH-like on 22 (ssh.direct is reported once the port is assigned, listener or not). The
+// args are words for the container's command (Runpod adds no shell), so the program comes first.
+const BANNER_ARGS = "socat TCP-LISTEN:22,fork,reuseaddr SYSTEM:'echo SSH-2.0-contract'";
 
 let sim: RunningSimulator;
 

@@ -94,6 +94,17 @@ void describe('connectPinned when nothing usable answers', () => {
     }
   });
 
+  void it('reports a listener that resets at once (the simulator\'s refusal before sshd listens) as "closed"', async () => {
+    const server = await listen((socket) => socket.resetAndDestroy());
+    try {
+      const err = await failure(connectPinned(options(port(server), 5_000)));
+      assert.equal(err.kind, 'closed');
+      assert.ok(isNotReadyYet(err));
+    } finally {
+      await close(server);
+    }
+  });
+
   void it('stops waiting when its signal is aborted', async () => {
     const sockets: Socket[] = [];
     const server = await listen((socket) => sockets.push(socket));
