@@ -7,14 +7,20 @@
 // - a pod is forgotten only after its deletion is confirmed (404s and absence from a newer list);
 // - absence is evidence, never a reason to delete by itself.
 import { setCondition, setPhase, conditionIs, isTerminal } from './conditions.ts';
-import type { Action, Decision, Deletion, GpuCandidate, Observation, PodView, RunEvent } from './model.ts';
+import type { Action, Decision, Deletion, GpuCandidate, Observation, PodView, RunEvent, SpendFacts } from './model.ts';
 import type { Phase, Reason, RunpodRunStatus } from '../api/status.ts';
 import type { RunpodRunSpec } from '../api/spec.ts';
+import { headroom, isRefused, judgeRefusedAttempt, retryAfterRefusal } from './waiting.ts';
 
 /** Attempts a run may make before it gives up (bounded status size). */
 const maxAttempts = 32;
 /** Spacing between the looks that confirm a pod is gone. */
 const lookSpacingMs = 2000;
+/**
+ * How long a deleted pod may stay in Runpod's list while every GET of it answers 404 (the list lags
+ * behind deletes) before the GETs' word is taken: the run must not wait on a stale list forever.
+ */
+const deletedListLagToleranceMs = 5 * 60_000;
 /** How often an unanswered ambiguous create may be retried on the same GPU type. */
 const lostCreateRetries = 2;
 
@@ -68,6 +74,7 @@ function decideStep(ctx: Context): Step {
   if (!obs.sshKeysReady) return step({ type: 'ensureSshKeys' });
   if (!obs.pods) {
     if (obs.credentials.rejected) return fail(ctx, 'CredentialsRejected', 'Runpod rejected the API key (401) when listing pods');
+    if (obs.credentials.insufficient) return fail(ctx, 'CredentialsInsufficient', obs.credentials.insufficient);
     return wait(1000);
   }
 
@@ -182,9 +189,16 @@ function deletionStep(obs: Observation, podId: string): Step | undefined {
   const listed = obs.pods?.items.some((pod) => pod.id === podId) ?? false;
   if (!deletion.sentAt) return step({ type: 'deletePod', podId }, lookSpacingMs);
   const listIsNewer = listedAt !== undefined && listedAt > deletion.sentAt;
-  if (listed && listIsNewer) return step({ type: 'deletePod', podId }, lookSpacingMs);
   if (deletion.notFoundLooks < obs.settings.goneLooks) return step({ type: 'lookForGonePod', podId }, lookSpacingMs);
   if (!listIsNewer) return wait(obs.settings.pollIntervalMs);
+  if (listed) {
+    // Every GET says gone but a newer list still shows the pod: Runpod's list lags behind deletes. The
+    // list's word alone never sends another delete (a GET that finds the pod alive resets the looks,
+    // and that resends it); the pod is looked at now and then, and past the tolerance the GETs win.
+    if (obs.now.getTime() - deletion.sentAt.getTime() < deletedListLagToleranceMs) {
+      return step({ type: 'lookForGonePod', podId }, obs.settings.pollIntervalMs);
+    }
+  }
   return undefined;
 }
 
@@ -218,6 +232,22 @@ function provision(ctx: Context, spec: RunpodRunSpec): Step {
     phase(ctx, 'Provisioning', 'Provisioning', `looking for pod ${last.name}: its create answer was lost`);
     return wait(obs.settings.pollIntervalMs);
   }
+  if (last && isRefused(last)) {
+    const verdict = judgeRefusedAttempt(obs, status, last, spec.limits.queueTimeoutSeconds);
+    if (verdict.kind === 'timedOut') return fail(ctx, 'NoCapacity', verdict.message);
+    if (verdict.kind === 'wait') {
+      phase(ctx, 'Pending', verdict.reason, verdict.message);
+      return wait(verdict.afterMs);
+    }
+    // Refused before anything was created: the same attempt (same name) is sent again. The reason
+    // stays until the answer, so a wait that retries does not flap its events.
+    const again = last.outcome === 'RateLimited' ? 'after the rate limit' : 'under the spend limit';
+    last.outcome = 'Pending';
+    last.time = obs.now.toISOString();
+    delete last.retryAfter;
+    phase(ctx, 'Pending', status.reason ?? 'Provisioning', `creating pod ${last.name} on ${last.gpuType} again ${again}`);
+    return step({ type: 'createPod', attemptName: last.name, gpuType: last.gpuType, attemptNumber: status.attempts?.length ?? 1 });
+  }
   let candidates: GpuCandidate[];
   if (spec.gpu.types) {
     candidates = spec.gpu.types.map((gpuType) => ({ gpuType }));
@@ -246,6 +276,8 @@ export function nextCandidate(candidates: GpuCandidate[], attempts: NonNullable<
   let index = 0;
   let lostOnSameType = 0;
   for (const attempt of attempts) {
+    // A refused create (429, spend limit) says nothing about the type: it is sent again as it was.
+    if (isRefused(attempt)) continue;
     const at = candidates.findIndex((c) => c.gpuType === attempt.gpuType);
     if (attempt.outcome === 'Failed' && at === index && lostOnSameType < lostCreateRetries) {
       lostOnSameType++;
@@ -293,6 +325,7 @@ function followPod(ctx: Context, spec: RunpodRunSpec): Step {
   }
   if (!listed) return podMissing(ctx, deadline);
   pod.state = listed.status;
+  pod.listedAt ??= obs.pods!.listedAt.toISOString();
 
   if (!conditionIs(status, 'PodReady')) {
     const age = now - Date.parse(pod.createdAt ?? obs.now.toISOString());
@@ -387,6 +420,7 @@ function followJob(ctx: Context, spec: RunpodRunSpec): Step {
 function podMissing(ctx: Context, deadline: number): Step {
   const { obs, status } = ctx;
   const pod = status.pod!;
+  if (!pod.listedAt && !conditionIs(status, 'PodReady')) return neverListedYet(ctx);
   const listedAfterCreate = obs.pods !== undefined && obs.pods.listedAt.getTime() > Date.parse(pod.createdAt ?? '') + obs.settings.ambiguousLookupMs;
   if (!listedAfterCreate) return wait(obs.settings.pollIntervalMs);
   const looks = obs.deletions[pod.id!]?.notFoundLooks ?? 0;
@@ -394,6 +428,30 @@ function podMissing(ctx: Context, deadline: number): Step {
   pod.state = 'Deleted';
   pod.deletedAt ??= obs.now.toISOString();
   return fail(ctx, ...whyThePodWent(ctx, deadline));
+}
+
+/**
+ * A created pod no list has shown yet: Runpod lists (and may even GET) a new pod only after a while,
+ * so its absence proves nothing and it is never judged gone, nor created again. If it never shows up
+ * within readyTimeoutSeconds it was not ready in time: deleted (confirmed) before the next GPU type.
+ */
+function neverListedYet(ctx: Context): Step {
+  const { obs, status } = ctx;
+  const pod = status.pod!;
+  const readyTimeoutSeconds = obs.spec.ok ? obs.spec.spec.limits.readyTimeoutSeconds : 0;
+  const age = obs.now.getTime() - Date.parse(pod.createdAt ?? obs.now.toISOString());
+  if (age > readyTimeoutSeconds * 1000) {
+    pod.state = 'Deleting';
+    const attempt = status.attempts?.find((a) => a.podId === pod.id);
+    if (attempt) {
+      attempt.outcome = 'NotReady';
+      attempt.message = `never appeared in Runpod's pod list within ${readyTimeoutSeconds}s`;
+    }
+    phase(ctx, 'Provisioning', 'Provisioning', `pod ${pod.name} never appeared in Runpod's pod list; deleting it before trying the next GPU type`);
+    return step({ type: 'none' });
+  }
+  phase(ctx, 'Provisioning', 'WaitingForSsh', `pod ${pod.name} (${pod.id}) was created; waiting for Runpod to list it`);
+  return wait(Math.min(obs.settings.pollIntervalMs, 5000));
 }
 
 /** The watchdog's reasons, judged from what the status knows: deadline, cost cap, boot grace, retrieve grace. */
@@ -421,8 +479,11 @@ export type CreateOutcome =
   | { kind: 'created'; pod: PodView }
   | { kind: 'capacity'; message: string }
   | { kind: 'ambiguous'; message: string }
-  | { kind: 'failed'; reason: 'InsufficientBalance' | 'InvalidSpec' | 'CredentialsRejected'; message: string }
-  | { kind: 'transient'; message: string };
+  | { kind: 'failed'; reason: 'InsufficientBalance' | 'InvalidSpec' | 'CredentialsRejected' | 'CredentialsInsufficient'; message: string }
+  /** A 429: nothing was created; sent again after Retry-After. */
+  | { kind: 'rate-limited'; message: string; retryAfterMs?: number | undefined }
+  /** The account spend limit: nothing was created; the run waits for room (figures as far as known). */
+  | { kind: 'spend-limit'; message: string; spend?: SpendFacts | undefined };
 
 export function applyCreateOutcome(obs: Observation, status: RunpodRunStatus, attemptName: string, outcome: CreateOutcome): void {
   const attempt = status.attempts?.find((a) => a.name === attemptName);
@@ -432,6 +493,8 @@ export function applyCreateOutcome(obs: Observation, status: RunpodRunStatus, at
     case 'created':
       attempt.outcome = 'Created';
       attempt.podId = outcome.pod.id;
+      delete attempt.message;
+      delete status.waitingSince;
       status.pod = podStatusFrom(outcome.pod, attempt.gpuType, obs);
       phase(ctx, 'Provisioning', 'WaitingForSsh', `pod ${outcome.pod.name} (${outcome.pod.id}) created on ${attempt.gpuType}`);
       return;
@@ -443,11 +506,21 @@ export function applyCreateOutcome(obs: Observation, status: RunpodRunStatus, at
       attempt.outcome = 'Ambiguous';
       attempt.message = outcome.message;
       return;
-    case 'transient':
-      // Nothing was created (the request never reached Runpod): the attempt is void.
-      attempt.outcome = 'Failed';
+    case 'rate-limited':
+      attempt.outcome = 'RateLimited';
       attempt.message = outcome.message;
+      attempt.retryAfter = retryAfterRefusal(obs, 'rate-limited', outcome.retryAfterMs, undefined).toISOString();
+      phase(ctx, 'Pending', 'RateLimited', `Runpod's rate limit refused the create of pod ${attempt.name}; sending it again at ${attempt.retryAfter} (Retry-After)`);
       return;
+    case 'spend-limit': {
+      const spend = { ...obs.spend, ...outcome.spend };
+      attempt.outcome = 'SpendLimited';
+      attempt.message = outcome.message;
+      attempt.retryAfter = retryAfterRefusal(obs, 'spend-limit', undefined, spend).toISOString();
+      status.waitingSince ??= obs.now.toISOString();
+      phase(ctx, 'Pending', 'SpendLimitReached', `Runpod refused pod ${attempt.name} under the account spend limit (${headroom(spend)}); waiting for running pods to free room`);
+      return;
+    }
     case 'failed':
       attempt.outcome = 'Failed';
       attempt.message = outcome.message;
