@@ -69,3 +69,41 @@ describe('the client against the simulator', () => {
     await assertNoLeaks(sim.adminUrl);
   });
 });
+
+describe('an hour window that runs out', () => {
+  it('a create fails fast with rate-limited and the hour\'s Retry-After, sent once; a client that saw the headers sends nothing', async () => {
+    const hourly = await startSimulator({ apiKeys: [KEY], config: { rateLimits: { minute: { quota: 100, seconds: 60 }, hour: { quota: 2, seconds: 3600 } } } });
+    const make = (limiter: RateLimiter): RunpodClient =>
+      createRunpodClient({ apiKey: KEY, baseUrl: hourly.baseUrl, limiter, logger: capturedLogger().logger, retry: { baseDelayMs: 20, maxDelayMs: 100 } });
+    const posts = async (): Promise<number[][]> => {
+      const stats = (await (await fetch(`${hourly.adminUrl}/stats`)).json()) as { requests: { method: string; status: number; count: number }[] };
+      return stats.requests.filter((r) => r.method === 'POST').map((r) => [r.status, r.count]);
+    };
+    const request = { name: 'hourly', image: 'busybox:sim', gpu: { id: 'NVIDIA A40', count: 1 } };
+    try {
+      // Another process of the same account spent the hour: this client learns it from the 429.
+      const informed = make(new RateLimiter());
+      await informed.listPods();
+      await informed.listPods();
+      const limiter = new RateLimiter();
+      const c = make(limiter);
+      const started = Date.now();
+      const refused = await c.createPod(request).then(() => assert.fail('created'), (error: unknown) => error);
+      assert.ok(refused instanceof RunpodError);
+      assert.equal(refused.kind, 'rate-limited');
+      assert.ok((refused.retryAfterMs ?? 0) > 3_500_000, `retryAfterMs ${refused.retryAfterMs}`);
+      assert.ok(Date.now() - started < 10_000, 'not waited out inside the call');
+      assert.deepEqual(await posts(), [[429, 1]], 'one create sent, not repeated');
+      assert.ok(limiter.snapshot().pausedForMs > 3_500_000, 'every call of the account now waits for the window');
+      // The client that saw "hour";r=0 in the headers does not even send it.
+      const local = await informed.createPod(request).then(() => assert.fail('created'), (error: unknown) => error);
+      assert.ok(local instanceof RunpodError);
+      assert.equal(local.kind, 'rate-limited');
+      assert.deepEqual(await posts(), [[429, 1]]);
+      await c.close();
+      await informed.close();
+    } finally {
+      await hourly.stop();
+    }
+  });
+});
