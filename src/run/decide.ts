@@ -21,6 +21,8 @@ const lookSpacingMs = 2000;
  * behind deletes) before the GETs' word is taken: the run must not wait on a stale list forever.
  */
 const deletedListLagToleranceMs = 5 * 60_000;
+/** How long a new pod may be missing from Runpod's lists (API-NOTES S6: seconds) before absence is evidence. */
+const newPodListLagToleranceMs = 60_000;
 /** How often an unanswered ambiguous create may be retried on the same GPU type. */
 const lostCreateRetries = 2;
 
@@ -420,7 +422,8 @@ function followJob(ctx: Context, spec: RunpodRunSpec): Step {
 function podMissing(ctx: Context, deadline: number): Step {
   const { obs, status } = ctx;
   const pod = status.pod!;
-  if (!pod.listedAt && !conditionIs(status, 'PodReady')) return neverListedYet(ctx);
+  const unlisted = !pod.listedAt && !conditionIs(status, 'PodReady') ? neverListedYet(ctx) : undefined;
+  if (unlisted) return unlisted;
   const listedAfterCreate = obs.pods !== undefined && obs.pods.listedAt.getTime() > Date.parse(pod.createdAt ?? '') + obs.settings.ambiguousLookupMs;
   if (!listedAfterCreate) return wait(obs.settings.pollIntervalMs);
   const looks = obs.deletions[pod.id!]?.notFoundLooks ?? 0;
@@ -431,25 +434,16 @@ function podMissing(ctx: Context, deadline: number): Step {
 }
 
 /**
- * A created pod no list has shown yet: Runpod lists (and may even GET) a new pod only after a while,
- * so its absence proves nothing and it is never judged gone, nor created again. If it never shows up
- * within readyTimeoutSeconds it was not ready in time: deleted (confirmed) before the next GPU type.
+ * A created pod no list has shown yet, younger than the tolerance: Runpod lists (and may even GET) a
+ * new pod only after a while, so its absence proves nothing yet; it is neither judged gone nor created
+ * again. Past the tolerance the usual evidence decides (a pod that never existed, or one its watchdog
+ * deleted while the controller was away).
  */
-function neverListedYet(ctx: Context): Step {
+function neverListedYet(ctx: Context): Step | undefined {
   const { obs, status } = ctx;
   const pod = status.pod!;
-  const readyTimeoutSeconds = obs.spec.ok ? obs.spec.spec.limits.readyTimeoutSeconds : 0;
   const age = obs.now.getTime() - Date.parse(pod.createdAt ?? obs.now.toISOString());
-  if (age > readyTimeoutSeconds * 1000) {
-    pod.state = 'Deleting';
-    const attempt = status.attempts?.find((a) => a.podId === pod.id);
-    if (attempt) {
-      attempt.outcome = 'NotReady';
-      attempt.message = `never appeared in Runpod's pod list within ${readyTimeoutSeconds}s`;
-    }
-    phase(ctx, 'Provisioning', 'Provisioning', `pod ${pod.name} never appeared in Runpod's pod list; deleting it before trying the next GPU type`);
-    return step({ type: 'none' });
-  }
+  if (age > newPodListLagToleranceMs) return undefined;
   phase(ctx, 'Provisioning', 'WaitingForSsh', `pod ${pod.name} (${pod.id}) was created; waiting for Runpod to list it`);
   return wait(Math.min(obs.settings.pollIntervalMs, 5000));
 }
