@@ -85,6 +85,8 @@ const limits = z.strictObject({
     .meta({ description: 'The pod is deleted this long after the job ended if its results were not retrieved.' }),
   readyTimeoutSeconds: z.number().int().min(30).max(7200).default(900)
     .meta({ description: 'SSH must answer with the pinned host key within this, else the next GPU type is tried.' }),
+  queueTimeoutSeconds: z.number().int().min(0).max(604_800).default(3600)
+    .meta({ description: 'How long the run may wait for room (the account spend limit) before it ends Failed/NoCapacity; nothing bills while it waits (0 to 7 days).' }),
 }).meta({ description: 'What bounds the pod\'s life and spend.' });
 
 /** Spec fields that may change after creation; every other one is immutable (a re-run is a new object). */

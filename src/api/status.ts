@@ -10,7 +10,7 @@ export const reasons = [
   'Created', 'WaitingForCredentials', 'Provisioning', 'WaitingForSsh', 'PodReady', 'JobRunning', 'Retrieving',
   'Succeeded', 'NoCapacity', 'DeadlineExceeded', 'BootTimeout', 'BootFailed', 'JobFailed', 'ResultsUnverified',
   'Cancelled', 'InvalidSpec', 'CredentialsMissing', 'CredentialsRejected', 'InsufficientBalance', 'PodLost',
-  'CostCapReached', 'Deleting',
+  'CostCapReached', 'Deleting', 'RateLimited', 'SpendLimitReached', 'CredentialsInsufficient',
 ] as const;
 export type Reason = (typeof reasons)[number];
 
@@ -40,15 +40,19 @@ export const podStatus = z.object({
   sshPort: z.number().int().optional().meta({ description: 'SSH port of the pod.' }),
   state: z.string().optional().meta({ description: 'Pod state as Runpod last reported it, or Deleting / Deleted.' }),
   deletedAt: time.optional().meta({ description: 'When the pod was confirmed deleted.' }),
+  listedAt: time.optional().meta({ description: 'When a pod list first showed the pod (Runpod lists a new pod only after a while).' }),
 }).meta({ description: 'The run\'s current (or last) pod.' });
 
 export const attempt = z.object({
   name: z.string().meta({ description: 'Pod name used for the attempt.' }),
   gpuType: z.string().meta({ description: 'GPU type tried.' }),
   time: time.meta({ description: 'When the attempt was recorded (before its create call was sent).' }),
-  outcome: z.enum(['Pending', 'Created', 'NoCapacity', 'Failed', 'NotReady', 'Ambiguous']).meta({ description: 'What came of it.' }),
+  outcome: z.enum(['Pending', 'Created', 'NoCapacity', 'Failed', 'NotReady', 'Ambiguous', 'RateLimited', 'SpendLimited']).meta({
+    description: 'What came of it. RateLimited and SpendLimited: refused before anything was created; the same attempt is sent again.',
+  }),
   podId: z.string().optional().meta({ description: 'Pod id, once known.' }),
   message: z.string().max(4096).optional().meta({ description: 'Details.' }),
+  retryAfter: time.optional().meta({ description: 'A refused attempt is not sent again before this time.' }),
 }).meta({ description: 'One create attempt.' });
 
 export const runpodRunStatus = z.object({
@@ -61,6 +65,7 @@ export const runpodRunStatus = z.object({
     'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'],
   }),
   startTime: time.optional().meta({ description: 'When the controller started working on the run.' }),
+  waitingSince: time.optional().meta({ description: 'When the run began waiting for room under the account spend limit; after spec.limits.queueTimeoutSeconds it ends Failed/NoCapacity.' }),
   completionTime: time.optional().meta({ description: 'When the run ended.' }),
   pod: podStatus.optional(),
   attempts: z.array(attempt).max(64).optional().meta({ description: 'Every create, recorded before its request is sent.' }),

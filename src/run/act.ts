@@ -4,12 +4,12 @@ import type { RunpodRun } from '../api/runpodrun.ts';
 import type { RunpodRunSpec } from '../api/spec.ts';
 import type { RunpodRunStatus } from '../api/status.ts';
 import { registerSecret } from '../log.ts';
-import { isRunpodError, rankGpuTypes, type Pod, type RunpodClient } from '../runpod/index.ts';
+import { isRunpodError, podPricePerHour, rankGpuTypes, type Pod, type RunpodClient } from '../runpod/index.ts';
 import { connectPinned, generateRunKeys, HostKeyMismatchError, isNotReadyYet, protectPrivateKey, type SshConnection } from '../ssh/index.ts';
 import { applyCreateOutcome, applyProbeOutcome, applyRetrievalOutcome, type CreateOutcome, type ProbeOutcome } from './decide.ts';
 import type { JobInputs } from './job-inputs.ts';
 import { cancelJob, retrieveResults, setKeep, startJob } from './job-steps.ts';
-import type { Action, Deletion, GpuCandidate, Observation, PodView } from './model.ts';
+import type { Action, Deletion, GpuCandidate, Observation, PodView, SpendFacts } from './model.ts';
 import type { RunApi, SshSecret } from './run-api.ts';
 
 export interface ActContext {
@@ -25,7 +25,7 @@ export interface ActContext {
   resultLocation: string;
   runs: RunApi;
   /** The per-process memory decide() reads back through the observation. */
-  memory: { deletions: Map<string, Deletion>; catalogs: Map<string, GpuCandidate[]>; retrievalFailures: Map<string, number> };
+  memory: { deletions: Map<string, Deletion>; catalogs: Map<string, GpuCandidate[]>; retrievalFailures: Map<string, number>; spend: Map<string, SpendFacts> };
   buildCreateRequest: (attemptName: string, attemptNumber: number, gpuType: string) => Parameters<RunpodClient['createPod']>[0];
   refreshPods: () => void;
 }
@@ -115,6 +115,11 @@ async function createPod(ctx: ActContext, attemptName: string, attemptNumber: nu
   } catch (error) {
     outcome = createFailure(error);
   }
+  if (outcome.kind === 'spend-limit') {
+    const spend = await spendFigures(ctx, gpuType);
+    ctx.memory.spend.set(ctx.run.metadata.uid, spend);
+    outcome = { ...outcome, spend };
+  }
   ctx.refreshPods();
   applyCreateOutcome(ctx.obs, status, attemptName, outcome);
   return status;
@@ -128,13 +133,37 @@ function createFailure(error: unknown): CreateOutcome {
     case 'balance': return { kind: 'failed', reason: 'InsufficientBalance', message };
     case 'invalid': return { kind: 'failed', reason: 'InvalidSpec', message };
     case 'unauthorized': return { kind: 'failed', reason: 'CredentialsRejected', message };
-    // A 429 was not processed: nothing exists, the attempt is void.
-    case 'rate-limited': return { kind: 'transient', message };
+    // A 403 about the key itself (a scope it lacks): no GPU type and no retry will do better.
+    case 'forbidden': return { kind: 'failed', reason: 'CredentialsInsufficient', message: `the Runpod API key may not create pods: ${message}` };
+    // Refused before anything was done: nothing exists, the same attempt is sent again later.
+    case 'rate-limited': return { kind: 'rate-limited', message, retryAfterMs: error.retryAfterMs };
+    case 'spend-limit': return { kind: 'spend-limit', message };
     default: return { kind: 'ambiguous', message };
   }
 }
 
 /**
+ * What the spend-limit wait is judged by: the account's limit (GET /v2/account/limits, needs the
+ * account:read scope) and the refused pod's list price (the catalog). Either may stay unknown.
+ */
+async function spendFigures(ctx: ActContext, gpuType: string): Promise<SpendFacts> {
+  const { client, spec } = requireAccount(ctx);
+  const facts: SpendFacts = {};
+  try {
+    facts.limitUsdPerHour = (await client.getAccountLimits()).spendRate;
+  } catch {
+    // Unknown: the wait retries blind, more slowly.
+  }
+  try {
+    const offer = (await client.listGpuTypes({ cloud: spec.cloud, gpuCount: spec.gpu.count })).find((o) => o.id === gpuType);
+    const price = offer ? podPricePerHour(offer, spec.cloud, spec.gpu.count) : null;
+    if (price !== null) facts.podUsdPerHour = price;
+  } catch {
+    // Unknown as well.
+  }
+  return facts;
+}
+
  * One pinned handshake. The host key is checked in the key exchange, before authentication, so a
  * server holding another key (an image's own sshd) never sees our client key, let alone an env, a
  * file or a job: it is reported (untrusted) and waited out like a refusal, until readyTimeoutSeconds.

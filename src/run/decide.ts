@@ -7,16 +7,24 @@
 // - a pod is forgotten only after its deletion is confirmed (404s and absence from a newer list);
 // - absence is evidence, never a reason to delete by itself.
 import { setCondition, setPhase, conditionIs, isTerminal } from './conditions.ts';
-import type { Action, Decision, Deletion, GpuCandidate, Observation, PodView, RunEvent } from './model.ts';
+import type { Action, Decision, Deletion, GpuCandidate, Observation, PodView, RunEvent, SpendFacts } from './model.ts';
 import type { Phase, Reason, RunpodRunStatus } from '../api/status.ts';
 import type { RunpodRunSpec } from '../api/spec.ts';
 import type { DeleteFailure } from '../pod/index.ts';
 import { reasonOfDeleteRule, whatIsKnown } from './pod-ended.ts';
+import { headroom, isRefused, judgeRefusedAttempt, retryAfterRefusal } from './waiting.ts';
 
 /** Attempts a run may make before it gives up (bounded status size). */
 const maxAttempts = 32;
 /** Spacing between the looks that confirm a pod is gone. */
 const lookSpacingMs = 2000;
+/**
+ * How long a deleted pod may stay in Runpod's list while every GET of it answers 404 (the list lags
+ * behind deletes) before the GETs' word is taken: the run must not wait on a stale list forever.
+ */
+const deletedListLagToleranceMs = 5 * 60_000;
+/** How long a new pod may be missing from Runpod's lists (API-NOTES S6: seconds) before absence is evidence. */
+const newPodListLagToleranceMs = 60_000;
 /** How often an unanswered ambiguous create may be retried on the same GPU type. */
 const lostCreateRetries = 2;
 
@@ -70,6 +78,7 @@ function decideStep(ctx: Context): Step {
   if (!obs.sshKeysReady) return step({ type: 'ensureSshKeys' });
   if (!obs.pods) {
     if (obs.credentials.rejected) return fail(ctx, 'CredentialsRejected', 'Runpod rejected the API key (401) when listing pods');
+    if (obs.credentials.insufficient) return fail(ctx, 'CredentialsInsufficient', obs.credentials.insufficient);
     return wait(1000);
   }
 
@@ -184,9 +193,16 @@ function deletionStep(obs: Observation, podId: string): Step | undefined {
   const listed = obs.pods?.items.some((pod) => pod.id === podId) ?? false;
   if (!deletion.sentAt) return step({ type: 'deletePod', podId }, lookSpacingMs);
   const listIsNewer = listedAt !== undefined && listedAt > deletion.sentAt;
-  if (listed && listIsNewer) return step({ type: 'deletePod', podId }, lookSpacingMs);
   if (deletion.notFoundLooks < obs.settings.goneLooks) return step({ type: 'lookForGonePod', podId }, lookSpacingMs);
   if (!listIsNewer) return wait(obs.settings.pollIntervalMs);
+  if (listed) {
+    // Every GET says gone but a newer list still shows the pod: Runpod's list lags behind deletes. The
+    // list's word alone never sends another delete (a GET that finds the pod alive resets the looks,
+    // and that resends it); the pod is looked at now and then, and past the tolerance the GETs win.
+    if (obs.now.getTime() - deletion.sentAt.getTime() < deletedListLagToleranceMs) {
+      return step({ type: 'lookForGonePod', podId }, obs.settings.pollIntervalMs);
+    }
+  }
   return undefined;
 }
 
@@ -220,6 +236,22 @@ function provision(ctx: Context, spec: RunpodRunSpec): Step {
     phase(ctx, 'Provisioning', 'Provisioning', `looking for pod ${last.name}: its create answer was lost`);
     return wait(obs.settings.pollIntervalMs);
   }
+  if (last && isRefused(last)) {
+    const verdict = judgeRefusedAttempt(obs, status, last, spec.limits.queueTimeoutSeconds);
+    if (verdict.kind === 'timedOut') return fail(ctx, 'NoCapacity', verdict.message);
+    if (verdict.kind === 'wait') {
+      phase(ctx, 'Pending', verdict.reason, verdict.message);
+      return wait(verdict.afterMs);
+    }
+    // Refused before anything was created: the same attempt (same name) is sent again. The reason
+    // stays until the answer, so a wait that retries does not flap its events.
+    const again = last.outcome === 'RateLimited' ? 'after the rate limit' : 'under the spend limit';
+    last.outcome = 'Pending';
+    last.time = obs.now.toISOString();
+    delete last.retryAfter;
+    phase(ctx, 'Pending', status.reason ?? 'Provisioning', `creating pod ${last.name} on ${last.gpuType} again ${again}`);
+    return step({ type: 'createPod', attemptName: last.name, gpuType: last.gpuType, attemptNumber: status.attempts?.length ?? 1 });
+  }
   let candidates: GpuCandidate[];
   if (spec.gpu.types) {
     candidates = spec.gpu.types.map((gpuType) => ({ gpuType }));
@@ -248,6 +280,8 @@ export function nextCandidate(candidates: GpuCandidate[], attempts: NonNullable<
   let index = 0;
   let lostOnSameType = 0;
   for (const attempt of attempts) {
+    // A refused create (429, spend limit) says nothing about the type: it is sent again as it was.
+    if (isRefused(attempt)) continue;
     const at = candidates.findIndex((c) => c.gpuType === attempt.gpuType);
     if (attempt.outcome === 'Failed' && at === index && lostOnSameType < lostCreateRetries) {
       lostOnSameType++;
@@ -295,6 +329,7 @@ function followPod(ctx: Context, spec: RunpodRunSpec): Step {
   }
   if (!listed) return podMissing(ctx, deadline);
   pod.state = listed.status;
+  pod.listedAt ??= obs.pods!.listedAt.toISOString();
   if (listed.status === 'EXITED' || listed.status === 'ERROR') return podStopped(ctx, listed.status, deadline);
 
   if (!conditionIs(status, 'PodReady')) {
@@ -391,6 +426,8 @@ function followJob(ctx: Context, spec: RunpodRunSpec): Step {
 function podMissing(ctx: Context, deadline: number): Step {
   const { obs, status } = ctx;
   const pod = status.pod!;
+  const unlisted = !pod.listedAt && !conditionIs(status, 'PodReady') ? neverListedYet(ctx) : undefined;
+  if (unlisted) return unlisted;
   const listedAfterCreate = obs.pods !== undefined && obs.pods.listedAt.getTime() > Date.parse(pod.createdAt ?? '') + obs.settings.ambiguousLookupMs;
   if (!listedAfterCreate) return wait(obs.settings.pollIntervalMs);
   const looks = obs.deletions[pod.id!]?.notFoundLooks ?? 0;
@@ -435,6 +472,20 @@ function watchdogCouldNotDelete(ctx: Context, failure: DeleteFailure): Step {
   return fail(ctx, reason, `${what}; ${whatIsKnown(status)}`);
 }
 
+ * A created pod no list has shown yet, younger than the tolerance: Runpod lists (and may even GET) a
+ * new pod only after a while, so its absence proves nothing yet; it is neither judged gone nor created
+ * again. Past the tolerance the usual evidence decides (a pod that never existed, or one its watchdog
+ * deleted while the controller was away).
+ */
+function neverListedYet(ctx: Context): Step | undefined {
+  const { obs, status } = ctx;
+  const pod = status.pod!;
+  const age = obs.now.getTime() - Date.parse(pod.createdAt ?? obs.now.toISOString());
+  if (age > newPodListLagToleranceMs) return undefined;
+  phase(ctx, 'Provisioning', 'WaitingForSsh', `pod ${pod.name} (${pod.id}) was created; waiting for Runpod to list it`);
+  return wait(Math.min(obs.settings.pollIntervalMs, 5000));
+}
+
 /**
  * The watchdog's reasons, judged from what the status knows: deadline, cost cap, boot grace, retrieve
  * grace; else PodLost with what is known. `how`: the pod disappeared, or went EXITED / ERROR.
@@ -470,8 +521,11 @@ export type CreateOutcome =
   | { kind: 'created'; pod: PodView }
   | { kind: 'capacity'; message: string }
   | { kind: 'ambiguous'; message: string }
-  | { kind: 'failed'; reason: 'InsufficientBalance' | 'InvalidSpec' | 'CredentialsRejected'; message: string }
-  | { kind: 'transient'; message: string };
+  | { kind: 'failed'; reason: 'InsufficientBalance' | 'InvalidSpec' | 'CredentialsRejected' | 'CredentialsInsufficient'; message: string }
+  /** A 429: nothing was created; sent again after Retry-After. */
+  | { kind: 'rate-limited'; message: string; retryAfterMs?: number | undefined }
+  /** The account spend limit: nothing was created; the run waits for room (figures as far as known). */
+  | { kind: 'spend-limit'; message: string; spend?: SpendFacts | undefined };
 
 export function applyCreateOutcome(obs: Observation, status: RunpodRunStatus, attemptName: string, outcome: CreateOutcome): void {
   const attempt = status.attempts?.find((a) => a.name === attemptName);
@@ -481,6 +535,8 @@ export function applyCreateOutcome(obs: Observation, status: RunpodRunStatus, at
     case 'created':
       attempt.outcome = 'Created';
       attempt.podId = outcome.pod.id;
+      delete attempt.message;
+      delete status.waitingSince;
       status.pod = podStatusFrom(outcome.pod, attempt.gpuType, obs);
       phase(ctx, 'Provisioning', 'WaitingForSsh', `pod ${outcome.pod.name} (${outcome.pod.id}) created on ${attempt.gpuType}`);
       return;
@@ -492,11 +548,21 @@ export function applyCreateOutcome(obs: Observation, status: RunpodRunStatus, at
       attempt.outcome = 'Ambiguous';
       attempt.message = outcome.message;
       return;
-    case 'transient':
-      // Nothing was created (the request never reached Runpod): the attempt is void.
-      attempt.outcome = 'Failed';
+    case 'rate-limited':
+      attempt.outcome = 'RateLimited';
       attempt.message = outcome.message;
+      attempt.retryAfter = retryAfterRefusal(obs, 'rate-limited', outcome.retryAfterMs, undefined).toISOString();
+      phase(ctx, 'Pending', 'RateLimited', `Runpod's rate limit refused the create of pod ${attempt.name}; sending it again at ${attempt.retryAfter} (Retry-After)`);
       return;
+    case 'spend-limit': {
+      const spend = { ...obs.spend, ...outcome.spend };
+      attempt.outcome = 'SpendLimited';
+      attempt.message = outcome.message;
+      attempt.retryAfter = retryAfterRefusal(obs, 'spend-limit', undefined, spend).toISOString();
+      status.waitingSince ??= obs.now.toISOString();
+      phase(ctx, 'Pending', 'SpendLimitReached', `Runpod refused pod ${attempt.name} under the account spend limit (${headroom(spend)}); waiting for running pods to free room`);
+      return;
+    }
     case 'failed':
       attempt.outcome = 'Failed';
       attempt.message = outcome.message;

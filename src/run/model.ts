@@ -34,8 +34,11 @@ export interface Observation {
   };
   spec: SpecVerdict;
   status: RunpodRunStatus;
-  /** found: the Secret has the key; rejected: Runpod answered 401 to it. */
-  credentials: { found: true; rejected?: boolean } | { found: false; message: string };
+  /**
+   * found: the Secret has the key; rejected: Runpod answered 401 to it; insufficient: Runpod refused
+   * the pod list with a 403 about the key (a scope it lacks), naming what was refused.
+   */
+  credentials: { found: true; rejected?: boolean; insufficient?: string } | { found: false; message: string };
   sshKeysReady: boolean;
   /** The account's pod list, filtered to this run's marker; undefined until the first list arrived. */
   pods?: { listedAt: Date; items: PodView[] };
@@ -47,10 +50,15 @@ export interface Observation {
   jobInputs: { ok: true } | { ok: false; message: string };
   /** The pod's state read over SSH this reconcile (ready pods only); undefined when not read or unreachable. */
   podState?: PodState;
+  /** What is known about the account's spend limit, once a create of this run was refused by it. */
+  spend?: SpendFacts;
   /** Failed retrieval tries of this run in this process. */
   retrievalFailures: number;
   settings: DecideSettings;
 }
+
+/** USD per hour: the account's limit, what its running pods cost, what the refused pod would cost. */
+export interface SpendFacts { limitUsdPerHour?: number; runningUsdPerHour?: number; podUsdPerHour?: number }
 
 export interface Deletion { sentAt?: Date; notFoundLooks: number }
 

@@ -16,7 +16,7 @@ import type { ReconcileResult } from '../kube/controller.ts';
 import type { Accounts } from './accounts.ts';
 import { act, podView, protectSshKeys, type ActContext } from './act.ts';
 import { decide, transitionEvent } from './decide.ts';
-import type { DecideSettings, Deletion, GpuCandidate, Observation, RunEvent } from './model.ts';
+import type { DecideSettings, Deletion, GpuCandidate, Observation, RunEvent, SpendFacts } from './model.ts';
 import { buildCreatePodRequest } from './pod-request.ts';
 import { RunApi, type SshSecret } from './run-api.ts';
 
@@ -42,6 +42,8 @@ export class RunReconciler {
   #catalogs = new Map<string, GpuCandidate[]>();
   #credentialRetries = new Map<string, number>();
   #retrievalFailures = new Map<string, number>();
+  /** The spend-limit figures learned when a create of a run was refused by it (limit, pod price). */
+  #spend = new Map<string, SpendFacts>();
 
   constructor(options: RunReconcilerOptions) {
     this.#options = options;
@@ -105,7 +107,7 @@ export class RunReconciler {
       spec: verdict,
       status,
       credentials: apiKey || !spec
-        ? { found: true, rejected: account?.observer.rejected }
+        ? { found: true, rejected: account?.observer.rejected, insufficient: listForbidden(account?.observer.forbidden, namespace, spec) }
         : { found: false, message: `Secret ${namespace}/${spec.credentials.secretName} has no non-empty key "${spec.credentials.key}"` },
       sshKeysReady: sshKeys !== undefined,
       pods: snapshot && { listedAt: snapshot.listedAt, items: (snapshot.byRun.get(uid) ?? []).map(podView) },
@@ -114,13 +116,14 @@ export class RunReconciler {
       jobInputs: jobInputs.ok ? { ok: true } : jobInputs,
       podState,
       retrievalFailures: this.#retrievalFailures.get(uid) ?? 0,
+      spend: this.#spend.has(uid) || snapshot ? { ...this.#spend.get(uid), runningUsdPerHour: snapshot?.runningUsdPerHour } : undefined,
       settings: this.#options.settings,
     };
     const context: Omit<ActContext, 'run'> = {
       obs, spec, client: account?.client, sshKeys, runs: this.runs, ssh,
       jobInputs: jobInputs.ok ? jobInputs.inputs : undefined,
       resultLocation: resultLocation(this.#options.resultsDir, namespace, run.metadata.name, uid),
-      memory: { deletions: this.#deletions, catalogs: this.#catalogs, retrievalFailures: this.#retrievalFailures },
+      memory: { deletions: this.#deletions, catalogs: this.#catalogs, retrievalFailures: this.#retrievalFailures, spend: this.#spend },
       refreshPods: () => account?.observer.refreshSoon(),
       buildCreateRequest: (attemptName, attemptNumber, gpuType) => {
         if (!spec || !sshKeys) throw new Error('cannot create a pod without a valid spec and SSH keys');
@@ -170,6 +173,14 @@ export class RunReconciler {
     this.#catalogs.delete(run.metadata.uid);
     this.#credentialRetries.delete(run.metadata.uid);
     this.#retrievalFailures.delete(run.metadata.uid);
+    this.#spend.delete(run.metadata.uid);
     for (const podId of [run.status?.pod?.id, ...(run.status?.strayPods ?? [])]) if (podId) this.#deletions.delete(podId);
   }
+}
+
+/** What a run says when its key may not list pods: which call Runpod refused, and where the key is. */
+function listForbidden(detail: string | undefined, namespace: string, spec: { credentials: { secretName: string; key: string } } | undefined): string | undefined {
+  if (detail === undefined) return undefined;
+  const where = spec ? ` (Secret ${namespace}/${spec.credentials.secretName}, key ${spec.credentials.key})` : '';
+  return `the Runpod API key${where} may not list pods, which the controller needs: ${detail}`;
 }

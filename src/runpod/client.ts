@@ -15,6 +15,8 @@ import {
   type Pod,
   type PodAction,
   POD_ACTIONS,
+  type AccountLimits,
+  accountLimitsSchema,
   createPodRequestSchema,
   listDataCentersResponseSchema,
   listGpuTypesResponseSchema,
@@ -97,6 +99,8 @@ export interface RunpodClient {
   podAction(id: string, action: PodAction, options?: CallOptions): Promise<Pod | null>;
   listGpuTypes(options?: ListGpuTypesOptions): Promise<GpuTypeOffer[]>;
   listDataCenters(options?: CallOptions): Promise<DataCenterInfo[]>;
+  /** The account's spend limit (needs the key's account:read scope). */
+  getAccountLimits(options?: CallOptions): Promise<AccountLimits>;
   readonly limiter: RateLimiter;
   close(): Promise<void>;
 }
@@ -369,5 +373,18 @@ export function createRunpodClient(options: RunpodClientOptions): RunpodClient {
     return answer.dataCenters.map(normalizeDataCenter);
   }
 
-  return { listPods, getPod, createPod, deletePod, podAction, listGpuTypes, listDataCenters, limiter, close: () => http.close() };
+  async function getAccountLimits(callOptions?: CallOptions): Promise<AccountLimits> {
+    return call(
+      {
+        operation: 'getAccountLimits',
+        priority: 'read',
+        request: { method: 'GET', path: '/account/limits', timeoutMs: timeouts.readMs },
+        attempts: retry.readAttempts,
+        parse: (a) => accountLimitsSchema.parse(a.body),
+      },
+      callOptions,
+    );
+  }
+
+  return { listPods, getPod, createPod, deletePod, podAction, listGpuTypes, listDataCenters, getAccountLimits, limiter, close: () => http.close() };
 }

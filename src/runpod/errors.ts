@@ -5,12 +5,13 @@ import { problemSchema } from './schemas.ts';
 
 export const RUNPOD_ERROR_KINDS = [
   'capacity', // no room for this GPU type (or no access to its pool): try the next candidate
+  'spend-limit', // the account's spend limit ($/h across running pods) refuses this start: wait for room, any type would be refused
   'balance', // 402: the account cannot pay; stop, retrying will not help
   'invalid', // our request is wrong (422, other 400, other 4xx): never retry it unchanged
   'not-found', // Runpod's own 404: evidence that the thing is gone, never proof of it
   'rate-limited', // 429 (or our own limiter gave up waiting): wait retryAfterMs
   'unauthorized', // 401: the key is wrong or revoked
-  'forbidden', // 403 not about capacity (read-only key, Cloudflare block)
+  'forbidden', // 403 not about capacity: the key lacks a scope (read-only, restricted), or a Cloudflare block
   'conflict', // 409: the action does not fit the pod's status, or a cluster pod
   'transient', // 5xx / transport / timeout on a call that is safe to repeat
   'ambiguous', // 5xx / transport / timeout on a create: the pod may exist; never resend, look it up by marker
@@ -18,7 +19,7 @@ export const RUNPOD_ERROR_KINDS = [
 ] as const;
 export type RunpodErrorKind = (typeof RUNPOD_ERROR_KINDS)[number];
 
-export type RunpodOperation = 'listPods' | 'getPod' | 'createPod' | 'deletePod' | 'podAction' | 'listGpuTypes' | 'listDataCenters';
+export type RunpodOperation = 'listPods' | 'getPod' | 'createPod' | 'deletePod' | 'podAction' | 'listGpuTypes' | 'listDataCenters' | 'getAccountLimits';
 
 const MAX_DETAIL = 300;
 
@@ -76,6 +77,7 @@ export function isRunpodError(err: unknown, ...kinds: RunpodErrorKind[]): err is
   return err instanceof RunpodError && (kinds.length === 0 || kinds.includes(err.kind));
 }
 export const isCapacityError = (err: unknown): err is RunpodError => isRunpodError(err, 'capacity');
+export const isSpendLimit = (err: unknown): err is RunpodError => isRunpodError(err, 'spend-limit');
 export const isNotFound = (err: unknown): err is RunpodError => isRunpodError(err, 'not-found');
 export const isAmbiguous = (err: unknown): err is RunpodError => isRunpodError(err, 'ambiguous');
 export const isRateLimited = (err: unknown): err is RunpodError => isRunpodError(err, 'rate-limited');
@@ -86,6 +88,14 @@ export const isAccountProblem = (err: unknown): err is RunpodError => isRunpodEr
 
 // The capacity texts Runpod has been seen to use (v2 puts them in `detail` of a 400).
 const CAPACITY_TEXT = /no longer any instances|no instances (?:currently )?available|instances available|not enough free gpus|no gpus? available/i;
+// The account spend limit (2026-12 docs: "$80 per hour across all resources"). Its refusal body is not
+// documented, so it is recognised by its words on any of the statuses it could plausibly use
+// (400 rule violation, 402 payment, 403 refusal), before those statuses' own meanings.
+const SPEND_LIMIT_TEXT = /spend(?:ing)?[ -]limit|spend rate/i;
+// A 403 about the key itself: a scoped key without the permission the call needs (2026-12 docs: "a
+// valid key lacking one gets 403"), or a read-only / restricted key. Any other Runpod 403 on a create
+// keeps v2's retry-table meaning "no access to this GPU pool".
+const KEY_ACCESS_TEXT = /\bscopes?\b|permission|api key|read[- ]only|restricted key|not authori[sz]ed/i;
 
 export interface ResponseFacts {
   operation: RunpodOperation;
@@ -131,6 +141,7 @@ export function classifyResponse(facts: ResponseFacts): RunpodError {
   if (status === 429) return make('rate-limited');
   if (status === 408) return make(isCreate ? 'ambiguous' : 'transient');
   if (status >= 500) return make(isCreate ? 'ambiguous' : 'transient');
+  if (runpods && (status === 400 || status === 402 || status === 403) && SPEND_LIMIT_TEXT.test(detail)) return make('spend-limit');
   switch (status) {
     case 400:
       return make(CAPACITY_TEXT.test(detail) ? 'capacity' : 'invalid');
@@ -140,8 +151,10 @@ export function classifyResponse(facts: ResponseFacts): RunpodError {
       return make('balance');
     case 403:
       // v2's retry table: a 403 on create means no access to that GPU pool, so the next candidate may
-      // work. A 403 that is not Runpod's JSON (Cloudflare's "error code: 1010") is a real refusal.
-      return make(isCreate && runpods ? 'capacity' : 'forbidden');
+      // work. Two 403s are real refusals that no other candidate escapes: one whose detail is about the
+      // key (a missing scope, a read-only key: KEY_ACCESS_TEXT), and one that is not Runpod's JSON
+      // (Cloudflare's "error code: 1010").
+      return make(isCreate && runpods && !KEY_ACCESS_TEXT.test(detail) ? 'capacity' : 'forbidden');
     case 404:
       // Only Runpod's own 404 is evidence about a pod; a proxy's or a wrong base URL's 404 is not.
       return make(runpods ? 'not-found' : 'unexpected');

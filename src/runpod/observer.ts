@@ -11,7 +11,15 @@ export interface PodSnapshot {
   listedAt: Date;
   /** Pods carrying this cluster's marker, by the run UID of their marker. */
   byRun: Map<string, Pod[]>;
+  /**
+   * USD per hour of every pod of the account that runs or boots (ours or not): what Runpod checks
+   * its spend limit against when a pod starts. Pods without a cost count as 0.
+   */
+  runningUsdPerHour: number;
 }
+
+/** Statuses that hold GPUs and count against the spend limit (UNKNOWN too: better to wait than to storm). */
+const SPENDING = new Set(['PROVISIONING', 'STARTING', 'RUNNING', 'UNKNOWN']);
 
 export interface PodObserverOptions {
   client: RunpodClient;
@@ -29,6 +37,7 @@ export class PodObserver {
   #stopped = false;
   #polling: Promise<void> | undefined;
   #rejected = false;
+  #forbidden: string | undefined;
   lastUsed = Date.now();
 
   constructor(options: PodObserverOptions) {
@@ -42,6 +51,11 @@ export class PodObserver {
   /** Runpod answered the last list with 401: the key is not (or no longer) valid. */
   get rejected(): boolean {
     return this.#rejected;
+  }
+
+  /** Runpod refused the last list with a 403 (the key lacks the scope to read pods): what it said. */
+  get forbidden(): string | undefined {
+    return this.#forbidden;
   }
 
   start(): void {
@@ -67,9 +81,11 @@ export class PodObserver {
         const startedAt = new Date();
         const pods = await this.#options.client.listPods();
         this.#rejected = false;
+        this.#forbidden = undefined;
         this.#publish(startedAt, pods);
       } catch (error) {
         this.#rejected = isRunpodError(error, 'unauthorized');
+        this.#forbidden = isRunpodError(error, 'forbidden') ? error.message : undefined;
         this.#options.logger.warn({ err: error }, 'listing pods failed; keeping the last snapshot');
       }
     };
@@ -97,7 +113,8 @@ export class PodObserver {
       if (fingerprint(before.get(uid)) !== fingerprint(byRun.get(uid))) changed.add(uid);
     }
     // The listing time itself is evidence decide() uses (absence after a create or a delete).
-    this.#snapshot = { listedAt, byRun };
+    const runningUsdPerHour = pods.filter((pod) => SPENDING.has(pod.status)).reduce((sum, pod) => sum + (pod.cost ?? 0), 0);
+    this.#snapshot = { listedAt, byRun, runningUsdPerHour };
     if (changed.size > 0) this.#options.onChange([...changed]);
   }
 }

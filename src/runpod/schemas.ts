@@ -187,6 +187,18 @@ const dataCenterSchema = z
 export const listDataCentersResponseSchema = z.object({ dataCenters: z.array(dataCenterSchema) }).loose();
 export type RawDataCenter = z.output<typeof dataCenterSchema>;
 
+/**
+ * GET /v2/account/limits (2026-12 docs; not in the stored openapi-v2.json): `spendRate` is the hourly
+ * cap in USD checked when a pod starts. Only what the docs name is read; the rest passes through.
+ */
+export const accountLimitsSchema = z
+  .object({
+    spendRate: z.coerce.number().positive().finite(),
+    serverlessWorkers: looseNumber,
+  })
+  .loose();
+export type AccountLimits = z.output<typeof accountLimitsSchema>;
+
 /** RFC 9457 problem body as Runpod sends it; v1-era `error`/`message` keys are tolerated. */
 export const problemSchema = z
   .object({

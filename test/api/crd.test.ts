@@ -63,6 +63,8 @@ const invalid: { name: string; field: string; mutate: (spec: Spec) => void }[] =
   { name: 'maxRuntimeSeconds as a string', field: 'spec.limits.maxRuntimeSeconds', mutate: (s) => { s.limits.maxRuntimeSeconds = '600'; } },
   { name: 'malformed maxCostUsd', field: 'spec.limits.maxCostUsd', mutate: (s) => { s.limits.maxCostUsd = '$25'; } },
   { name: 'zero maxCostUsd', field: 'spec.limits.maxCostUsd', mutate: (s) => { s.limits.maxCostUsd = '0.00'; } },
+  { name: 'queueTimeoutSeconds above 7 days', field: 'spec.limits.queueTimeoutSeconds', mutate: (s) => { s.limits.queueTimeoutSeconds = 604_801; } },
+  { name: 'negative queueTimeoutSeconds', field: 'spec.limits.queueTimeoutSeconds', mutate: (s) => { s.limits.queueTimeoutSeconds = -1; } },
   { name: 'unknown spec field', field: 'spec.gpuType', mutate: (s) => { s.gpuType = 'NVIDIA A40'; } },
 ];
 

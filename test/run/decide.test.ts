@@ -232,7 +232,7 @@ describe('decide: provisioning', () => {
     let status = createdStatus();
     status = decide(observe({ now: at(61), pods: { listedAt: at(61), items: [pod()] } }, status)).status;
     const d = decide(observe({ now: at(70), pods: { listedAt: at(70), items: [pod()] }, deletions: { p1: { sentAt: at(62), notFoundLooks: 3 } } }, status));
-    assert.deepEqual(d.action, { type: 'deletePod', podId: 'p1' }, 'resent, not forgotten');
+    assert.deepEqual(d.action, { type: 'lookForGonePod', podId: 'p1' }, 'looked at again: neither forgotten nor deleted again on the list\'s word');
   });
 });
 

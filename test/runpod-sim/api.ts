@@ -2,13 +2,14 @@
 // are applied before these run (server.ts); here a pod-scoped key has already been limited to its
 // own pod.
 import type { IncomingMessage } from 'node:http';
+import { accountLimits, spendLimitRefusal } from './account.ts';
 import type { SimCore } from './core.ts';
 import { empty, fail, json, readJsonBody, type Reply, type Route } from './http.ts';
 import { problem, problems, validationErrors } from './problems.ts';
 import { createPodSchema, cudaAllowed, podActionSchema, ruleViolation } from './requests.ts';
 import type { PodKeyRefusal } from './config.ts';
 import type { Principal, PodRecord } from './state.ts';
-import { allowedActions, dataCenterView, gpuTypeView, offeredOn, podView } from './views.ts';
+import { allowedActions, apiStatus, dataCenterView, gpuTypeView, offeredOn, podView } from './views.ts';
 
 export interface ApiContext {
   req: IncomingMessage;
@@ -34,17 +35,28 @@ async function parseBody(req: IncomingMessage): Promise<{ ok: true; value: unkno
   return body.ok ? body : { ok: false, reply: fail(problem(body.status, body.detail)) };
 }
 
+/** With listLag.get, GET of one pod lags like the list: a new pod 404s, a deleted one is still shown. */
+function lookedUpPod(core: SimCore, principal: Principal, id: string): PodRecord | undefined {
+  if (!core.config.listLag.get) return visiblePod(core, principal, id);
+  const pod = core.state.pods.get(id);
+  if (!pod || !core.state.listed(pod)) return undefined;
+  const owner = principal.kind === 'pod' ? pod.id === principal.podId : pod.accountKey === principal.key;
+  return owner ? pod : undefined;
+}
+
 const listPods: ApiHandler = async (core, { principal }) => {
-  const pods = core.state.alivePods(principal.key).map((pod) => podView(pod));
+  const pods = core.state.listedPods(principal.key).map((pod) => podView(pod, core.config.pods.statusFlow));
   return Promise.resolve(json(200, { pods }));
 };
 
 const getPod: ApiHandler = async (core, { principal, params }) => {
   const id = params[0] ?? '';
-  const pod = visiblePod(core, principal, id);
+  const pod = lookedUpPod(core, principal, id);
   if (!pod || core.faults.take('not-found-flap', (fault) => fault.podId === id)) return Promise.resolve(fail(problems.notFound()));
-  return Promise.resolve(json(200, podView(pod)));
+  return Promise.resolve(json(200, podView(pod, core.config.pods.statusFlow)));
 };
+
+const getAccountLimits: ApiHandler = async (core) => Promise.resolve(json(200, accountLimits(core)));
 
 const createPod: ApiHandler = async (core, { req, principal }) => {
   const raw = await parseBody(req);
@@ -68,6 +80,11 @@ const createPod: ApiHandler = async (core, { req, principal }) => {
   if (unknownDc !== undefined) return fail(problem(400, `unknown data center: ${unknownDc}`));
   const cloud = body.cloud ?? 'SECURE';
   const candidates = body.dataCenterIds && body.dataCenterIds.length > 0 ? body.dataCenterIds : state.dataCentersOf(type.id);
+  const price = cloud === 'SECURE' ? type.pricePerHour.secure : (type.pricePerHour.community ?? type.pricePerHour.secure);
+  const costPerHr = Math.round(price * count * 10000) / 10000;
+  // Checked before placement: the refusal holds whatever the stock.
+  const overSpend = spendLimitRefusal(core, principal.key, costPerHr);
+  if (overSpend) return fail(overSpend);
   if (!offeredOn(type, cloud) || !cudaAllowed(gpu, type.cudaVersion)) return fail(problems.capacity());
   if (core.faults.take('no-capacity', (fault) => fault.gpuTypeId === undefined || fault.gpuTypeId === type.id)) {
     return fail(problems.capacity());
@@ -75,7 +92,6 @@ const createPod: ApiHandler = async (core, { req, principal }) => {
   const dataCenterId = state.takeStock(type.id, candidates, count);
   if (dataCenterId === null) return fail(problems.capacity());
 
-  const price = cloud === 'SECURE' ? type.pricePerHour.secure : (type.pricePerHour.community ?? type.pricePerHour.secure);
   const record = state.addPod({
     accountKey: principal.key,
     spec: {
@@ -93,7 +109,7 @@ const createPod: ApiHandler = async (core, { req, principal }) => {
     gpuCount: count,
     dataCenterId,
     cudaVersion: type.cudaVersion,
-    costPerHr: Math.round(price * count * 10000) / 10000,
+    costPerHr,
     reachableAfter: 0,
   });
   const slow = core.faults.take('slow-boot');
@@ -104,7 +120,7 @@ const createPod: ApiHandler = async (core, { req, principal }) => {
   if (ambiguous) return fail(problems.internal(ambiguous.status));
   if (core.faults.take('create-timeout')) return { kind: 'hold' };
   if (core.config.timings.createLatencyMs > 0) await sleep(core.config.timings.createLatencyMs);
-  return json(201, podView(record));
+  return json(201, podView(record, core.config.pods.statusFlow));
 };
 
 const deletePod: ApiHandler = async (core, { principal, params }) => {
@@ -124,8 +140,9 @@ const podAction: ApiHandler = async (core, { req, principal, params }) => {
   if (!pod) return fail(problems.notFound());
   const { action } = parsed.data;
   if (podKeyRefused(core, principal, action)) return fail(problems.forbidden());
-  if (!allowedActions(pod).includes(action)) {
-    return fail(problem(409, `action '${action}' is not valid for a pod in status ${pod.status}`));
+  const flow = core.config.pods.statusFlow;
+  if (!allowedActions(pod, flow).includes(action)) {
+    return fail(problem(409, `action '${action}' is not valid for a pod in status ${apiStatus(pod, flow)}`));
   }
   if (action === 'terminate') {
     await core.deletePod(pod, principal.kind === 'pod' ? 'pod' : 'account');
@@ -139,6 +156,8 @@ const podAction: ApiHandler = async (core, { req, principal, params }) => {
   } else if (action === 'restart') {
     await real?.restartContainer();
   } else {
+    const overSpend = spendLimitRefusal(core, pod.accountKey, pod.costPerHr);
+    if (overSpend) return fail(overSpend);
     if (!core.state.retakeStock(pod)) return fail(problem(400, 'There are not enough free GPUs on the host machine to start this pod.'));
     const broken = pod.status === 'ERROR';
     pod.status = 'RUNNING';
@@ -150,7 +169,7 @@ const podAction: ApiHandler = async (core, { req, principal, params }) => {
       await real.startContainer(false);
     }
   }
-  return json(200, podView(pod));
+  return json(200, podView(pod, flow));
 };
 
 function gpuQuery(query: URLSearchParams): { ok: true; availability: boolean; pod: boolean; count: number; cloud: 'SECURE' | 'COMMUNITY' } | { ok: false; reply: Reply } {
@@ -217,6 +236,7 @@ export const apiRoutes: Route<ApiHandler>[] = [
   { method: 'GET', template: '/v2/catalog/gpus/{id}', handler: getGpuType },
   { method: 'GET', template: '/v2/catalog/datacenters', handler: listDataCenters },
   { method: 'GET', template: '/v2/catalog/datacenters/{id}', handler: getDataCenter },
+  { method: 'GET', template: '/v2/account/limits', handler: getAccountLimits },
 ];
 
 /** A pod key refused by config on its own pod (`podKeys.refuse`): the call is 403 and changes nothing. */

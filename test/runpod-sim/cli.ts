@@ -1,7 +1,8 @@
-// `npm run sim -- --port P --api-key K [--api-key K2] [--config FILE]`: the simulator in the
-// foreground; SIGINT/SIGTERM stop it and kill every pod.
+// `npm run sim -- --port P --api-key K [--api-key K2:pods:read,pods:write] [--config FILE]`: the
+// simulator in the foreground; SIGINT/SIGTERM stop it and kill every pod. `KEY:SCOPE,SCOPE` gives a key
+// only those scopes (config `keys`).
 import { parseArgs } from 'node:util';
-import { loadConfigFile } from './config.ts';
+import { API_KEY_SCOPES, loadConfigFile, type ApiKeyScope, type SimConfigInput } from './config.ts';
 import { startSimulator } from './server.ts';
 
 const { values } = parseArgs({
@@ -15,7 +16,7 @@ const { values } = parseArgs({
 });
 
 if (values.help || values['api-key'].length === 0) {
-  process.stderr.write('usage: npm run sim -- --port P --api-key K [--api-key K2] [--config FILE]\n');
+  process.stderr.write('usage: npm run sim -- --port P --api-key K[:SCOPE,...] [--api-key K2] [--config FILE]\n');
   process.exit(values.help ? 0 : 2);
 }
 
@@ -25,10 +26,29 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
   process.exit(2);
 }
 
+const apiKeys: string[] = [];
+const scopedKeys: { key: string; scopes: ApiKeyScope[] }[] = [];
+for (const arg of values['api-key']) {
+  // Scopes contain a colon themselves (pods:read): the key is everything before the first one.
+  const at = arg.indexOf(':');
+  if (at < 0) {
+    apiKeys.push(arg);
+    continue;
+  }
+  const scopes = arg.slice(at + 1).split(',').filter(Boolean);
+  const unknown = scopes.filter((scope) => !(API_KEY_SCOPES as readonly string[]).includes(scope));
+  if (unknown.length > 0) {
+    process.stderr.write(`unknown scope ${unknown.join(', ')} in --api-key (known: ${API_KEY_SCOPES.join(', ')})\n`);
+    process.exit(2);
+  }
+  apiKeys.push(arg.slice(0, at));
+  scopedKeys.push({ key: arg.slice(0, at), scopes: scopes as ApiKeyScope[] });
+}
+const fileConfig: SimConfigInput = values.config === undefined ? {} : loadConfigFile(values.config);
 const sim = await startSimulator({
   port,
-  apiKeys: values['api-key'],
-  ...(values.config === undefined ? {} : { config: loadConfigFile(values.config) }),
+  apiKeys,
+  config: { ...fileConfig, keys: [...(fileConfig.keys ?? []), ...scopedKeys] },
 });
 process.stdout.write(`Runpod simulator: ${sim.baseUrl}\nadmin: ${sim.adminUrl}\n`);
 

@@ -34,9 +34,12 @@ const dataCenterSchema = z.strictObject({
   networkVolumeTypes: z.array(z.enum(['STANDARD', 'HIGH_PERFORMANCE'])).default(['STANDARD']),
 });
 
-/** A simulated image, by the create call's `image` name: what the real one would lack. */
 /** What a pod-scoped key may be refused on its own pod (API-NOTES §4.1: "delete permission varies by deployment"). */
 export const podKeyRefusalSchema = z.enum(['delete', 'terminate', 'stop', 'restart', 'start']);
+
+/** Scopes a key may carry (API-NOTES 2026-12 addendum names account:read; the rest are [I]). */
+export const API_KEY_SCOPES = ['pods:read', 'pods:write', 'account:read'] as const;
+export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
 
 const rateLimitWindowSchema = z.strictObject({
   quota: z.number().int().positive(),
@@ -94,6 +97,12 @@ export const simConfigSchema = z
         defaultArgs: z.string().default('sleep infinity'),
         /** Bytes of each pod's stdout/stderr kept for GET /_sim/pods/{id}/logs. */
         logBytes: z.number().int().positive().default(65536),
+        /**
+         * The statuses a pod reports while it boots: RUNNING from the create on (measured on the live
+         * service, API-NOTES §3), or PROVISIONING until its container starts, STARTING until its ports
+         * answer, then RUNNING (the 2026-12 docs).
+         */
+        statusFlow: z.enum(['running-at-once', 'provisioning-starting-running']).default('running-at-once'),
       })
       .prefault({}),
     images: z.record(z.string().min(1), imageSchema).default({}),
@@ -103,6 +112,31 @@ export const simConfigSchema = z
         refuse: z.array(podKeyRefusalSchema).default([]),
       })
       .prefault({}),
+    /** How long the pod list lags behind creates and deletes (API-NOTES S6 listVisibilityLag). */
+    listLag: z
+      .strictObject({
+        /** A new pod is missing from GET /v2/pods this long after its create answered. */
+        createdMs: z.number().int().nonnegative().default(0),
+        /** A deleted pod is still in GET /v2/pods (as it was) this long after its delete. */
+        deletedMs: z.number().int().nonnegative().default(0),
+        /** GET /v2/pods/{id} lags too: 404 for a new pod, the old pod for a deleted one. */
+        get: z.boolean().default(false),
+      })
+      .prefault({}),
+    /** Account-wide limits (API-NOTES 2026-12 addendum), the same for every account key. */
+    account: z
+      .strictObject({
+        /** A pod start that would bring the account's running pods above this (USD/h) is refused. */
+        spendRateUsdPerHour: z.number().positive().default(80),
+        /** Served by GET /v2/account/limits only: the simulator runs no serverless workers. */
+        serverlessWorkers: z.number().int().nonnegative().default(5),
+      })
+      .prefault({}),
+    /**
+     * Account keys with scopes. A key listed here and not in `apiKeys` is an account of its own; a key
+     * in both gets only these scopes. Keys not listed here have every scope.
+     */
+    keys: z.array(z.strictObject({ key: z.string().min(1), scopes: z.array(z.enum(API_KEY_SCOPES)) })).default([]),
   })
   .superRefine((config, ctx) => {
     const dcIds = new Set(config.dataCenters.map((dc) => dc.id));

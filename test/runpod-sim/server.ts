@@ -1,6 +1,6 @@
 // The simulator's HTTP front: one handler served on loopback TCP (for clients on the machine) and on
 // a Unix socket (which each pod's relay forwards its own 127.0.0.1:<port> to). Order per v2 request:
-// route, auth, injected request faults, quota, pod-key scope, handler.
+// route, auth, injected request faults, quota, pod-key scope, account-key scopes, handler.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -8,6 +8,7 @@ import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { createLogger } from '../../src/log.ts';
 import { adminRoutes, type AdminHandler } from './admin.ts';
+import { scopeRefusal } from './account.ts';
 import { apiRoutes, podKeyAllowed, type ApiHandler } from './api.ts';
 import { parseConfig, type SimConfigInput } from './config.ts';
 import { SimCore } from './core.ts';
@@ -153,6 +154,8 @@ async function serveApi(core: SimCore, router: Router<ApiHandler>, req: Incoming
     return done(reply, quota.headers);
   }
   if (!podKeyAllowed(method, match.template, match.params, principal)) return done(fail(problems.forbidden()), quota.headers);
+  const unscoped = scopeRefusal(principal, method, match.template);
+  if (unscoped) return done(fail(unscoped), quota.headers);
   const reply = await match.route.handler(core, { req, principal, params: match.params, query: url.searchParams });
   return done(reply, quota.headers);
 }

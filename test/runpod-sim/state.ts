@@ -1,7 +1,7 @@
 // Pod records (every pod ever created, alive or not), API keys and GPU stock. No processes here:
 // pods.ts runs them and writes what it observes into `record.container`.
 import { randomBytes, randomInt } from 'node:crypto';
-import type { GpuTypeConfig, SimConfig } from './config.ts';
+import { API_KEY_SCOPES, type ApiKeyScope, type GpuTypeConfig, type SimConfig } from './config.ts';
 
 export type PodStatus = 'RUNNING' | 'EXITED' | 'ERROR';
 export type DeletedBy = 'account' | 'pod' | 'vanished';
@@ -67,7 +67,9 @@ export interface PodRecord {
   reachableAfter: number;
 }
 
-export type Principal = { kind: 'account'; key: string } | { kind: 'pod'; key: string; podId: string };
+export type Principal =
+  | { kind: 'account'; key: string; scopes: ReadonlySet<ApiKeyScope> }
+  | { kind: 'pod'; key: string; podId: string };
 
 const ID_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 const KEY_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
@@ -81,18 +83,22 @@ function randomString(alphabet: string, length: number): string {
 export class SimState {
   readonly config: SimConfig;
   readonly pods = new Map<string, PodRecord>();
-  private readonly accountKeys: Set<string>;
+  /** Account keys and the scopes each carries. */
+  private readonly accountKeys: Map<string, ReadonlySet<ApiKeyScope>>;
   private readonly podKeys = new Map<string, string>();
   private readonly stock = new Map<string, Map<string, number>>();
 
   constructor(config: SimConfig, accountKeys: readonly string[]) {
     this.config = config;
-    this.accountKeys = new Set(accountKeys);
+    const every: ReadonlySet<ApiKeyScope> = new Set(API_KEY_SCOPES);
+    this.accountKeys = new Map(accountKeys.map((key) => [key, every]));
+    for (const scoped of config.keys) this.accountKeys.set(scoped.key, new Set(scoped.scopes));
     for (const type of config.gpuTypes) this.stock.set(type.id, new Map(Object.entries(type.stock)));
   }
 
   principal(key: string): Principal | null {
-    if (this.accountKeys.has(key)) return { kind: 'account', key };
+    const scopes = this.accountKeys.get(key);
+    if (scopes) return { kind: 'account', key, scopes };
     const podId = this.podKeys.get(key);
     return podId === undefined ? null : { kind: 'pod', key, podId };
   }
@@ -163,6 +169,26 @@ export class SimState {
   /** Alive pods of an account, oldest first. */
   alivePods(accountKey: string): PodRecord[] {
     return [...this.pods.values()].filter((pod) => pod.deletedAt === null && pod.accountKey === accountKey);
+  }
+
+  /**
+   * The pods GET /v2/pods shows, oldest first: alive ones once the list caught up with their create,
+   * and deleted ones until it caught up with their delete (config listLag).
+   */
+  listedPods(accountKey: string, now = Date.now()): PodRecord[] {
+    return [...this.pods.values()].filter((pod) => pod.accountKey === accountKey && this.listed(pod, now));
+  }
+
+  /** Whether the (lagging) list shows this pod now. */
+  listed(pod: PodRecord, now = Date.now()): boolean {
+    const lag = this.config.listLag;
+    if (now < pod.createdAt + lag.createdMs) return false;
+    return pod.deletedAt === null || now < pod.deletedAt + lag.deletedMs;
+  }
+
+  /** USD per hour of the account's pods that run (or boot): what the spend limit is checked against. */
+  runningSpend(accountKey: string): number {
+    return this.alivePods(accountKey).filter((pod) => pod.status === 'RUNNING').reduce((sum, pod) => sum + pod.costPerHr, 0);
   }
 
   alivePod(id: string): PodRecord | undefined {

@@ -1,21 +1,36 @@
 // The JSON the v2 API serves: Pod, GPU types and data centers, in openapi-v2.json's shapes.
-import type { DataCenterConfig, GpuTypeConfig } from './config.ts';
+import type { DataCenterConfig, GpuTypeConfig, SimConfig } from './config.ts';
 import { assignedPorts, type Cloud, type PodRecord, type SimState } from './state.ts';
 
 export type AvailabilityLevel = 'NONE' | 'LOW' | 'MEDIUM' | 'HIGH';
 
-const actionsByStatus: Record<PodRecord['status'], string[]> = {
+/** The status the API reports: the record's, or during boot PROVISIONING / STARTING (config pods.statusFlow). */
+export type ApiPodStatus = 'PROVISIONING' | 'STARTING' | PodRecord['status'];
+export type StatusFlow = SimConfig['pods']['statusFlow'];
+
+const actionsByStatus: Record<ApiPodStatus, string[]> = {
+  PROVISIONING: ['stop', 'terminate'],
+  STARTING: ['stop', 'terminate'],
   RUNNING: ['stop', 'restart', 'terminate'],
   EXITED: ['start', 'terminate'],
   ERROR: ['start', 'terminate'],
 };
 
-export function allowedActions(pod: PodRecord): string[] {
-  return actionsByStatus[pod.status];
+export function apiStatus(pod: PodRecord, flow: StatusFlow, now = Date.now()): ApiPodStatus {
+  if (pod.status !== 'RUNNING' || flow === 'running-at-once') return pod.status;
+  // No container has run yet: still placing and pulling. One that restarts after a crash is STARTING again.
+  if (pod.startedAt === null) return 'PROVISIONING';
+  return assignedPorts(pod, now) === null ? 'STARTING' : 'RUNNING';
 }
 
-export function podView(pod: PodRecord, now = Date.now()): Record<string, unknown> {
-  const ports = assignedPorts(pod, now);
+export function allowedActions(pod: PodRecord, flow: StatusFlow, now = Date.now()): string[] {
+  return actionsByStatus[apiStatus(pod, flow, now)];
+}
+
+export function podView(pod: PodRecord, flow: StatusFlow, now = Date.now()): Record<string, unknown> {
+  const status = apiStatus(pod, flow, now);
+  // openapi-v2.json: runtime is null unless RUNNING, and so is ssh.direct (no public port before).
+  const ports = status === 'RUNNING' ? assignedPorts(pod, now) : null;
   const sshPort = ports?.find((port) => port.private === 22 && port.type === 'tcp')?.public;
   return {
     id: pod.id,
@@ -26,8 +41,8 @@ export function podView(pod: PodRecord, now = Date.now()): Record<string, unknow
     ports: pod.spec.ports,
     env: pod.spec.env,
     registry: null,
-    status: pod.status,
-    actions: allowedActions(pod),
+    status,
+    actions: actionsByStatus[status],
     mounts: pod.spec.mounts,
     gpu: { id: pod.gpuTypeId, count: pod.gpuCount },
     cloud: pod.spec.cloud,

@@ -1,0 +1,80 @@
+// Refused creates: Runpod said no before creating anything (a 429, or the account spend limit), so
+// the same attempt may be sent again, later. Pure: decide() asks when, and what the run says meanwhile.
+//
+// - RateLimited waits out Retry-After and never ends the run (the window always reopens).
+// - SpendLimited waits until the account's running pods leave room for this one (judged from the
+//   shared pod list and GET /v2/account/limits), or until spec.limits.queueTimeoutSeconds has passed
+//   since the wait began; then the run ends Failed/NoCapacity. Every GPU type would be refused the
+//   same way, so the wait is never a reason to try the next type.
+import type { Reason, RunpodRunStatus } from '../api/status.ts';
+import type { Observation, SpendFacts } from './model.ts';
+
+type Attempt = NonNullable<RunpodRunStatus['attempts']>[number];
+
+/** After a spend-limit refusal, no resend sooner than this even when the list shows room (lists lag). */
+export const spendRetrySpacingMs = 10_000;
+/** After a spend-limit refusal whose figures are unknown (no account:read, no price): resend this often. */
+export const spendBlindRetryMs = 60_000;
+/** A 429 without a usable Retry-After. */
+export const defaultRateLimitWaitMs = 30_000;
+
+export type RefusedVerdict =
+  | { kind: 'wait'; afterMs: number; reason: Reason; message: string }
+  | { kind: 'resend' }
+  | { kind: 'timedOut'; message: string };
+
+export const isRefused = (attempt: Attempt | undefined): boolean =>
+  attempt?.outcome === 'RateLimited' || attempt?.outcome === 'SpendLimited';
+
+const usd = (value: number): string => `$${value.toFixed(2)}/h`;
+const cents = (value: number): number => Math.round(value * 100);
+
+/** "account spend limit $80.00/h, running pods $79.31/h, this pod needs $0.69/h", with what is known. */
+export function headroom(spend: SpendFacts | undefined): string {
+  const parts = [
+    spend?.limitUsdPerHour === undefined ? 'account spend limit unknown (the key cannot read GET /v2/account/limits)' : `account spend limit ${usd(spend.limitUsdPerHour)}`,
+    spend?.runningUsdPerHour === undefined ? undefined : `running pods ${usd(spend.runningUsdPerHour)}`,
+    spend?.podUsdPerHour === undefined ? undefined : `this pod needs ${usd(spend.podUsdPerHour)}`,
+  ];
+  return parts.filter((part) => part !== undefined).join(', ');
+}
+
+/** Whether the figures say the pod now fits under the limit; undefined when a figure is missing. */
+export function roomFor(spend: SpendFacts | undefined): boolean | undefined {
+  if (spend?.limitUsdPerHour === undefined || spend.runningUsdPerHour === undefined || spend.podUsdPerHour === undefined) return undefined;
+  return cents(spend.runningUsdPerHour + spend.podUsdPerHour) <= cents(spend.limitUsdPerHour);
+}
+
+export function judgeRefusedAttempt(obs: Observation, status: RunpodRunStatus, attempt: Attempt, queueTimeoutSeconds: number): RefusedVerdict {
+  const now = obs.now.getTime();
+  const retryAt = Date.parse(attempt.retryAfter ?? '') || now;
+  if (attempt.outcome === 'RateLimited') {
+    if (now >= retryAt) return { kind: 'resend' };
+    return {
+      kind: 'wait', afterMs: retryAt - now, reason: 'RateLimited',
+      message: `Runpod's rate limit refused the create of pod ${attempt.name}; sending it again at ${new Date(retryAt).toISOString()} (Retry-After)`,
+    };
+  }
+  const since = Date.parse(status.waitingSince ?? '') || now;
+  const until = since + queueTimeoutSeconds * 1000;
+  const figures = headroom(obs.spend);
+  if (now >= until) {
+    return { kind: 'timedOut', message: `the account spend limit left no room for pod ${attempt.name} within spec.limits.queueTimeoutSeconds (${queueTimeoutSeconds}s): ${figures}` };
+  }
+  const room = roomFor(obs.spend);
+  const waiting = `waiting for running pods to free room until ${new Date(until).toISOString()} (spec.limits.queueTimeoutSeconds)`;
+  if (room === false) {
+    return { kind: 'wait', afterMs: Math.min(obs.settings.pollIntervalMs, until - now), reason: 'SpendLimitReached', message: `${figures}; ${waiting}` };
+  }
+  if (now >= retryAt) return { kind: 'resend' };
+  return {
+    kind: 'wait', afterMs: Math.min(retryAt - now, until - now), reason: 'SpendLimitReached',
+    message: room === true ? `${figures}; room has freed, sending the create again at ${new Date(retryAt).toISOString()}` : `${figures}; ${waiting}, trying again at ${new Date(retryAt).toISOString()}`,
+  };
+}
+
+/** When a refused attempt may be sent again: Retry-After for a 429; for the spend limit, by what the figures say. */
+export function retryAfterRefusal(obs: Observation, kind: 'rate-limited' | 'spend-limit', retryAfterMs: number | undefined, spend: SpendFacts | undefined): Date {
+  if (kind === 'rate-limited') return new Date(obs.now.getTime() + Math.max(1000, retryAfterMs ?? defaultRateLimitWaitMs));
+  return new Date(obs.now.getTime() + (roomFor(spend) === undefined ? spendBlindRetryMs : spendRetrySpacingMs));
+}

@@ -1,0 +1,39 @@
+// Runpod's pod list lagging behind creates and deletes (API-NOTES S6), and the documented
+// PROVISIONING -> STARTING -> RUNNING statuses, end to end against the simulator. Every test ends with
+// the leak check.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { countRequests, simPods, simStats } from '../runpod-sim/client.ts';
+import { hasCondition, runManifest, withWorld } from '../support/operator.ts';
+
+const podReady = (run: Parameters<typeof hasCondition>[0]) => hasCondition(run, 'PodReady');
+
+describe('list lag', () => {
+  test('a pod missing from lists (and GETs) for 20 s after its create is neither lost nor created again; its delete is sent once', () =>
+    withWorld('lag', async (world) => {
+      await world.apply(runManifest('lag'));
+      const run = await world.waitForRun('lag', 'PodReady', podReady, 120_000);
+      assert.equal(run.status?.phase, 'Running');
+      assert.equal(run.status?.attempts?.length, 1);
+      assert.equal(run.status?.attempts?.[0]?.outcome, 'Created');
+      assert.ok(run.status?.pod?.listedAt, 'the status records when a list first showed the pod');
+      assert.ok(Date.parse(run.status.pod.listedAt) - Date.parse(run.status.pod.createdAt ?? '') >= 20_000, 'listed only after the lag');
+      assert.equal((await simPods(world.sim.adminUrl)).length, 1, 'exactly one pod');
+      await world.deleteRun('lag');
+      const stats = await simStats(world.sim.adminUrl);
+      assert.equal(countRequests(stats, 'DELETE', '/v2/pods/{id}'), 1, 'the still-listed pod was not deleted again');
+      assert.equal(countRequests(stats, 'POST', '/v2/pods'), 1);
+    }, { sim: { listLag: { createdMs: 20_000, deletedMs: 12_000, get: true } } }));
+});
+
+describe('status flow', () => {
+  test('PROVISIONING -> STARTING -> RUNNING: a booting pod is neither lost nor ready', () =>
+    withWorld('flow', async (world) => {
+      await world.apply(runManifest('flow'));
+      const run = await world.waitForRun('flow', 'PodReady', podReady, 120_000);
+      assert.equal(run.status?.pod?.state, 'RUNNING');
+      assert.equal(run.status?.attempts?.length, 1);
+      assert.equal((await simPods(world.sim.adminUrl)).length, 1);
+      await world.deleteRun('flow');
+    }, { sim: { pods: { statusFlow: 'provisioning-starting-running' } } }));
+});
