@@ -164,6 +164,7 @@ async function spendFigures(ctx: ActContext, gpuType: string): Promise<SpendFact
   return facts;
 }
 
+/**
  * One pinned handshake. The host key is checked in the key exchange, before authentication, so a
  * server holding another key (an image's own sshd) never sees our client key, let alone an env, a
  * file or a job: it is reported (untrusted) and waited out like a refusal, until readyTimeoutSeconds.

@@ -472,6 +472,7 @@ function watchdogCouldNotDelete(ctx: Context, failure: DeleteFailure): Step {
   return fail(ctx, reason, `${what}; ${whatIsKnown(status)}`);
 }
 
+/**
  * A created pod no list has shown yet, younger than the tolerance: Runpod lists (and may even GET) a
  * new pod only after a while, so its absence proves nothing yet; it is neither judged gone nor created
  * again. Past the tolerance the usual evidence decides (a pod that never existed, or one its watchdog
