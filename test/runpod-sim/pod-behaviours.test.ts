@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { assertNoLeaks, injectFault, simPodLogs, simPods } from './client.ts';
 import { startSimulator, type RunningSimulator } from './server.ts';
-import { call, field, waitFor, waitForSsh } from './testkit.ts';
+import { call, field, shArgs, waitFor, waitForSsh } from './testkit.ts';
 
 const KEY = 'sim-test-account-key-behaviours';
 
@@ -17,7 +17,7 @@ async function sleepers(sim: RunningSimulator, id: string): Promise<number> {
 /** A pod whose container sleeps and listens on 22 (socat stands in for sshd: readiness only needs a first byte). */
 const listener = (name: string, image = 'x'): Record<string, unknown> => ({
   name, image, gpu: { id: 'NVIDIA A40' }, ports: ['22/tcp'],
-  args: 'socat TCP-LISTEN:22,fork,reuseaddr SYSTEM:"echo SSH-2.0-fake" & exec sleep 4242',
+  args: shArgs('socat TCP-LISTEN:22,fork,reuseaddr SYSTEM:"echo SSH-2.0-fake" & exec sleep 4242'),
 });
 
 describe('pod behaviours', () => {
@@ -48,6 +48,7 @@ describe('pod behaviours', () => {
     assert.equal(pod.status, 'RUNNING');
     const third = await waitForSsh(sim, KEY, id);
     assert.notEqual(third, first);
+    await waitFor('the restarted container', async () => ((await sleepers(sim, id)) >= 1 ? true : undefined));
     assert.equal(await sleepers(sim, id), 1, 'one container runs, not three');
     assert.equal((await call(sim, 'DELETE', `/v2/pods/${id}`, { key: KEY })).status, 204);
     await assertNoLeaks(sim.adminUrl);
@@ -73,7 +74,8 @@ describe('pod behaviours', () => {
       assert.equal((await simPods(sim.adminUrl)).find((p) => p.id === id)?.restarts, 0);
       assert.equal(field((await call(sim, 'POST', `/v2/pods/${id}/action`, { key: KEY, body: { action: 'start' } })).body, 'status'), 'RUNNING');
       await waitForSsh(sim, KEY, id);
-      assert.equal(await sleepers(sim, id), 1);
+      // ssh.direct comes with the port assignment, before the container's command has run.
+      await waitFor('the started container', async () => ((await sleepers(sim, id)) === 1 ? true : undefined));
       assert.equal((await call(sim, 'DELETE', `/v2/pods/${id}`, { key: KEY })).status, 204);
       await assertNoLeaks(sim.adminUrl);
     });
@@ -89,7 +91,7 @@ describe('pod behaviours', () => {
       'curl -s -o /dev/null -X POST -H "$auth" -H "Content-Type: application/json" --data \'{"action":"stop"}\' "$API/pods/$RUNPOD_POD_ID/action"',
       'exec sleep 4242',
     ].join('\n');
-    const created = await call(sim, 'POST', '/v2/pods', { key: KEY, body: { name: 'undeletable', image: 'x', gpu: { id: 'NVIDIA A40' }, env: { API: sim.baseUrl }, args: script } });
+    const created = await call(sim, 'POST', '/v2/pods', { key: KEY, body: { name: 'undeletable', image: 'x', gpu: { id: 'NVIDIA A40' }, env: { API: sim.baseUrl }, args: shArgs(script) } });
     const id = String(field(created.body, 'id'));
     const stopped = await waitFor('the pod to stop itself', async () => {
       const pod = (await simPods(sim.adminUrl)).find((p) => p.id === id);
@@ -108,8 +110,8 @@ describe('pod behaviours', () => {
   test('images.<name>.withoutCommands: that image has no curl (by name, path or listing); other images and the machine keep it', async () => {
     const probe = 'for c in curl sha256sum wget sh; do if command -v $c >/dev/null; then echo "has:$c"; else echo "lacks:$c"; fi; done; '
       + 'ls /usr/bin/curl >/dev/null 2>&1 && echo listed:curl; /usr/bin/curl --version >/dev/null 2>&1 && echo runs:curl; exec sleep 4242';
-    const bare = await call(sim, 'POST', '/v2/pods', { key: KEY, body: { name: 'bare', image: 'no-curl:1', gpu: { id: 'NVIDIA A40' }, args: probe } });
-    const full = await call(sim, 'POST', '/v2/pods', { key: KEY, body: { name: 'full', image: 'no-curl:2', gpu: { id: 'NVIDIA A40' }, args: probe } });
+    const bare = await call(sim, 'POST', '/v2/pods', { key: KEY, body: { name: 'bare', image: 'no-curl:1', gpu: { id: 'NVIDIA A40' }, args: shArgs(probe) } });
+    const full = await call(sim, 'POST', '/v2/pods', { key: KEY, body: { name: 'full', image: 'no-curl:2', gpu: { id: 'NVIDIA A40' }, args: shArgs(probe) } });
     const bareId = String(field(bare.body, 'id'));
     const fullId = String(field(full.body, 'id'));
     const bareLogs = await waitFor('the probe', async () => ((await simPodLogs(sim.adminUrl, bareId)).includes('has:sh') ? simPodLogs(sim.adminUrl, bareId) : undefined));
