@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { parsePodState, podStateCommand, type PodState } from '../../src/pod/job.ts';
 import { simPodLogs, simPods } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator, type SimConfigInput } from '../runpod-sim/server.ts';
-import { ACCOUNT_KEY, SHELLS, cleanUp, createPod, makeKeys, removeKeys, simPod, ssh, sshPort, waitDeleted, waitFor, type Keys } from './helpers.ts';
+import { ACCOUNT_KEY, SHELLS, cleanUp, createPod, makeKeys, removeKeys, simPod, sshPort, sshWhenUp, waitDeleted, waitFor, type Keys } from './helpers.ts';
 
 const unix = (): number => Math.floor(Date.now() / 1000);
 const allKeys: Keys[] = [];
@@ -39,7 +39,7 @@ async function withSim(config: SimConfigInput, body: (sim: RunningSimulator) => 
 }
 
 async function podState(port: number, k: Keys): Promise<PodState> {
-  const result = await ssh(port, k, podStateCommand());
+  const result = await sshWhenUp(port, k, podStateCommand());
   assert.equal(result.code, 0, result.stderr);
   return parsePodState(result.stdout);
 }
@@ -109,7 +109,7 @@ for (const shell of SHELLS) {
         const deadline = unix() + 10;
         const id = await createPod(sim, { name: name(image), shell, keys: k, image, input: { deadline } });
         const port = await sshPort(sim, id);
-        const look = await ssh(port, k, 'command -v curl || echo no-curl');
+        const look = await sshWhenUp(port, k, 'command -v curl || echo no-curl');
         assert.match(look.stdout, /^no-curl$/m);
         const pod = await waitDeleted(sim, id, 40000);
         const logs = await simPodLogs(sim.adminUrl, id);

@@ -101,6 +101,17 @@ export async function ssh(port: number, keys: Keys, command: string, options: { 
   );
 }
 
+/**
+ * ssh once the pod's sshd answers with the pinned key: ssh.direct comes with the port assignment, as
+ * on Runpod, so the first connections may be refused or reset (ssh's own exit code 255) for a while.
+ */
+export async function sshWhenUp(port: number, keys: Keys, command: string, timeoutMs = 30000): Promise<RunResult> {
+  return waitFor(`sshd on port ${port}`, async () => {
+    const result = await ssh(port, keys, command);
+    return result.code === 255 ? undefined : result;
+  }, timeoutMs, 300);
+}
+
 export const ACCOUNT_KEY = 'rpo-pod-tests-account-key-0123456789';
 
 export interface PodOptions {
