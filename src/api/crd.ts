@@ -65,7 +65,9 @@ export function runpodRunCrd(): JsonSchema {
               kind: { type: 'string', description: 'Kind of the object.' },
               metadata: { type: 'object' },
               spec: structural(runpodRunSpec),
-              status: structural(runpodRunStatus),
+              // Defaulted so that a run the controller has not written yet reads "generation 0 observed":
+              // kstatus (Flux, kpt) takes an object with no status at all for Current, i.e. done.
+              status: { ...structural(runpodRunStatus), default: { observedGeneration: 0 } },
             },
           },
         },

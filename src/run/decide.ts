@@ -50,12 +50,14 @@ const done: Step = { action: { type: 'none' }, requeue: 'none' };
 function decideStep(ctx: Context): Step {
   const { obs, status } = ctx;
   if (obs.run.deleting) return cleanUpForDeletion(ctx);
+  // The first status written already says Reconciling: kstatus (Flux, kpt) reads a status without
+  // conditions as Current, i.e. done, before anything happened.
+  if (status.phase === undefined) phase(ctx, 'Pending', 'Created', 'the controller picked up the run; nothing is rented yet');
   if (!obs.run.hasFinalizer) return step({ type: 'addFinalizer' });
   if (isTerminal(status.phase)) return afterTheEnd(ctx);
   if (!obs.spec.ok) return fail(ctx, 'InvalidSpec', obs.spec.message);
   const spec = obs.spec.spec;
   status.startTime ??= obs.now.toISOString();
-  status.phase ??= 'Pending';
   if (!obs.credentials.found) {
     phase(ctx, 'Pending', 'CredentialsMissing', obs.credentials.message);
     return { action: { type: 'none' }, requeue: 'backoff' };

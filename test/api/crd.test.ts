@@ -105,6 +105,13 @@ describe('RunpodRun CRD', () => {
     assert.deepEqual(stored.spec, verdict.spec);
   });
 
+  test('a run no controller has written yet reads "generation 0 observed" (kstatus takes no status at all for Current)', async () => {
+    assert.equal((await kubectl(['apply', '-n', namespace, '-f', '-'], manifest('unobserved', validSpec()))).status, 0);
+    const stored = JSON.parse((await kubectl(['get', '-n', namespace, 'rpr', 'unobserved', '-o', 'json'])).stdout);
+    assert.equal(stored.metadata.generation, 1);
+    assert.deepEqual(stored.status, { observedGeneration: 0 });
+  });
+
   test('the spec is immutable but for keepPod and cancel; cancel cannot be undone', async () => {
     assert.equal((await kubectl(['apply', '-n', namespace, '-f', '-'], manifest('immutable', validSpec()))).status, 0);
     const patch = async (spec: object) =>

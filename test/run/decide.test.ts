@@ -60,6 +60,21 @@ describe('decide: before any Runpod call', () => {
     assert.deepEqual(decide(observe({ run: { ...observe().run, hasFinalizer: false } })).action, { type: 'addFinalizer' });
   });
 
+  test('the first status already says the run is in progress (kstatus reads a status without conditions as Current)', () => {
+    const steps = [
+      decide(observe({ run: { ...observe().run, hasFinalizer: false } })),
+      decide(observe({ sshKeysReady: false })),
+    ];
+    for (const d of steps) {
+      assert.equal(d.status.phase, 'Pending');
+      assert.equal(d.status.reason, 'Created');
+      assert.equal(d.status.observedGeneration, 1);
+      for (const [type, value] of [['Reconciling', 'True'], ['Ready', 'False'], ['Stalled', 'False']]) {
+        assert.ok(d.status.conditions?.some((c) => c.type === type && c.status === value), `${type}=${value} in ${JSON.stringify(d.status)}`);
+      }
+    }
+  });
+
   test('an invalid spec fails the run with InvalidSpec and calls nothing', () => {
     const d = decide(observe({ spec: { ok: false, message: 'spec.gpu: exactly one of gpu.types and gpu.auto must be set' } }));
     assert.equal(d.status.phase, 'Failed');
