@@ -1,6 +1,7 @@
 -- Argo CD health check for runpod-operator.dev/RunpodRun (argocd-cm key
 -- resource.customizations.health.runpod-operator.dev_RunpodRun). Argo CD runs it with gopher-lua
--- (Lua 5.1): keep to 5.1 syntax. It reads the global `obj` and returns hs = {status, message}.
+-- (Lua 5.1) in a sandbox of the base functions, table and a safe os: keep to 5.1 syntax and use no
+-- string library. It reads the global `obj` and returns hs = {status, message}.
 -- A run is a batch job: Healthy once it succeeded, Degraded when it failed, Suspended when it was
 -- cancelled (spec.cancel), Progressing while the controller works on it or has not caught up.
 local hs = {}

@@ -51,7 +51,8 @@ describe('Argo CD health check', () => {
       assert.ok(lua[i]?.message, `${file}: the Lua check says why`);
     });
     const kinds = new Set(runs.map((run) => expectedHealth(run).kind));
-    for (const kind of ['no phase yet', 'Pending', 'Provisioning', 'Running', 'Retrieving', 'Succeeded', 'Failed/JobFailed', 'Failed/Cancelled', 'deleting']) {
+    for (const kind of ['no phase yet', 'Pending', 'Provisioning', 'Running', 'Retrieving', 'Succeeded', 'Failed/JobFailed', 'Failed/Cancelled', 'deleting',
+      'Running, generation not yet observed', 'Succeeded, generation not yet observed']) {
       assert.ok(kinds.has(kind), `a fixture of kind ${kind}`);
     }
   });

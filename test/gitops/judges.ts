@@ -37,18 +37,35 @@ export function luaLiteral(value: unknown): string {
 }
 
 // Loads health.lua as Argo CD does (a chunk that sees the global `obj` and returns hs) once per
-// object, and prints each hs as one JSON line.
+// object, and prints each hs as one JSON line. The chunk gets what Argo CD's sandbox opens (the base
+// functions, table, a safe os; no string library, not even as methods on strings), so a script that
+// leans on more fails here as it would in Argo CD.
 const luaDriver = `
 local path, objects = ...
 local file = assert(io.open(path, "r"))
 local source = file:read("a")
 file:close()
+local gsub, format, byte = string.gsub, string.format, string.byte
 local function quote(s)
-  return '"' .. (tostring(s):gsub('[%c"\\\\]', function(c) return string.format("\\\\u%04x", c:byte()) end)) .. '"'
+  return '"' .. gsub(tostring(s), '[%c"\\\\]', function(c) return format("\\\\u%04x", byte(c)) end) .. '"'
 end
+local function sandbox(object)
+  local env = { obj = object, table = table, unpack = table.unpack,
+    os = { time = os.time, date = os.date, clock = os.clock, difftime = os.difftime } }
+  for _, name in ipairs({ "assert", "error", "getmetatable", "ipairs", "next", "pairs", "pcall", "print", "rawequal",
+      "rawget", "rawlen", "rawset", "select", "setmetatable", "tonumber", "tostring", "type", "xpcall" }) do
+    env[name] = _G[name]
+  end
+  env._G = env
+  return env
+end
+local stringMethods = getmetatable("").__index
 for i = 1, #objects do
-  local env = setmetatable({ obj = objects[i] }, { __index = _G })
-  local hs = assert(load(source, "=health.lua", "t", env))()
+  local chunk = assert(load(source, "=health.lua", "t", sandbox(objects[i])))
+  getmetatable("").__index = nil
+  local ok, hs = pcall(chunk)
+  getmetatable("").__index = stringMethods
+  assert(ok, hs)
   assert(type(hs) == "table", "health.lua must return a table")
   io.write('{"status":', quote(hs.status), ',"message":', quote(hs.message), '}\\n')
 end
