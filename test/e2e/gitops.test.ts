@@ -1,7 +1,8 @@
 // GitOps health end to end: real runs (controller + simulated pods) through every phase, each
 // version of each RunpodRun captured by a real kubectl watch, and every snapshot judged by Argo CD's
-// health check (deploy/argocd/health.lua in a real Lua interpreter) and by kstatus (cli-utils, as
-// Flux and kpt use it). Both must say what the run's facts call for (test/gitops/expected.ts).
+// health check (deploy/argocd/health.lua in Debian's lua5.4 and in gopher-lua, the interpreter Argo CD
+// embeds) and by kstatus (cli-utils, as Flux and kpt use it). All must say what the run's facts call
+// for (test/gitops/expected.ts).
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,7 +10,7 @@ import { describe, test } from 'node:test';
 import { kubectl } from '../support/kubectl.ts';
 import { runManifest, withWorld } from '../support/operator.ts';
 import { expectedHealth } from '../gitops/expected.ts';
-import { judgeWithKstatus, judgeWithLua } from '../gitops/judges.ts';
+import { goJudges, judgeWithArgoCdLua, judgeWithKstatus, judgeWithLua } from '../gitops/judges.ts';
 import { watchRuns } from '../gitops/watch.ts';
 
 const job = (script: string) => ({ job: { command: ['sh', '-c', script] }, results: { path: 'output' } });
@@ -18,8 +19,8 @@ const ended = (run: { status?: { phase?: string } }) => run.status?.phase === 'S
 describe('GitOps health of real runs', () => {
   test('Argo CD\'s Lua check and kstatus judge every version of runs that succeed, fail, are cancelled and deleted', () =>
     withWorld('gitops', async (world) => {
-      // The kstatus helper is built once per machine (a minute or two, cold): alongside the runs, not after them.
-      const kstatusReady = judgeWithKstatus([]);
+      // The Go judges are built once per machine (a minute or two, cold): alongside the runs, not after them.
+      const judgesReady = goJudges();
       const watch = await watchRuns(world.namespace);
       await world.apply(runManifest('succeeds', job('mkdir -p output && echo ok > output/ok.txt')));
       await world.apply(runManifest('fails', job('mkdir -p output && echo partial > output/p.txt && exit 3')));
@@ -41,18 +42,20 @@ describe('GitOps health of real runs', () => {
       await world.waitForRun('cancelled', 'Cancelled', (r) => r.status?.reason === 'Cancelled', 90_000);
       for (const name of ['succeeds', 'fails', 'cancelled']) await world.deleteRun(name);
       const snapshots = (await watch.stop()).map((event) => event.object);
-      await kstatusReady;
+      await judgesReady;
 
-      const [lua, kstatus] = await Promise.all([judgeWithLua(snapshots), judgeWithKstatus(snapshots)]);
-      const rows = snapshots.map((run, i) => ({ run, expected: expectedHealth(run), lua: lua[i]!, kstatus: kstatus[i]! }));
+      const [lua, argo, kstatus] = await Promise.all([judgeWithLua(snapshots), judgeWithArgoCdLua(snapshots), judgeWithKstatus(snapshots)]);
+      const rows = snapshots.map((run, i) => ({ run, expected: expectedHealth(run), lua: lua[i]!, argo: argo[i]!, kstatus: kstatus[i]! }));
       if (process.env.GITOPS_FIXTURES_DIR) writeFixtures(process.env.GITOPS_FIXTURES_DIR, rows.map((row) => ({ kind: row.expected.kind, run: row.run })));
 
       const table = new Map<string, string>();
       for (const { expected, lua: l, kstatus: k } of rows) table.set(expected.kind, `${l.status} / ${k.status}`);
       console.log([`${rows.length} snapshots; what the run is -> Argo CD health / kstatus`, ...[...table].map(([kind, verdict]) => `  ${kind} -> ${verdict}`)].join('\n'));
 
-      const wrong = rows.filter((row) => row.lua.status !== row.expected.lua || row.kstatus.status !== row.expected.kstatus)
-        .map((row) => `${row.run.metadata.name} (${row.expected.kind}): Lua ${row.lua.status} "${row.lua.message}", kstatus ${row.kstatus.status} "${row.kstatus.message}";`
+      const wrong = rows.filter((row) => row.lua.status !== row.expected.lua || row.kstatus.status !== row.expected.kstatus
+        || row.argo.status !== row.lua.status || row.argo.message !== row.lua.message)
+        .map((row) => `${row.run.metadata.name} (${row.expected.kind}): lua5.4 ${row.lua.status} "${row.lua.message}",`
+          + ` gopher-lua ${row.argo.status} "${row.argo.message}", kstatus ${row.kstatus.status} "${row.kstatus.message}";`
           + ` want ${row.expected.lua} / ${row.expected.kstatus}; status ${JSON.stringify(row.run.status)}`);
       assert.deepEqual(wrong, [], 'every snapshot judged as the run\'s facts call for');
 

@@ -9,7 +9,7 @@ import { describe, test } from 'node:test';
 import { parse } from 'yaml';
 import { runKubectl } from '../support/kubectl.ts';
 import { expectedHealth } from './expected.ts';
-import { healthLuaPath, judgeWithKstatus, judgeWithLua } from './judges.ts';
+import { healthLuaPath, judgeWithArgoCdLua, judgeWithKstatus, judgeWithLua } from './judges.ts';
 
 const patchPath = join(import.meta.dirname, '..', '..', 'deploy', 'argocd', 'argocd-cm-patch.yaml');
 const healthKey = 'resource.customizations.health.runpod-operator.dev_RunpodRun';
@@ -41,12 +41,13 @@ describe('Argo CD health check', () => {
     }
   });
 
-  test('snapshots of real runs: the Lua check and kstatus agree with the mapping', async () => {
+  test('snapshots of real runs: the Lua check (lua5.4 and Argo CD\'s gopher-lua) and kstatus agree with the mapping', async () => {
     const runs = fixtures.map((f) => f.run);
-    const [lua, kstatus] = await Promise.all([judgeWithLua(runs), judgeWithKstatus(runs)]);
+    const [lua, argo, kstatus] = await Promise.all([judgeWithLua(runs), judgeWithArgoCdLua(runs), judgeWithKstatus(runs)]);
     fixtures.forEach(({ file, run }, i) => {
       const expected = expectedHealth(run);
       assert.equal(lua[i]?.status, expected.lua, `${file}: Lua says ${JSON.stringify(lua[i])}`);
+      assert.deepEqual(argo[i], lua[i], `${file}: gopher-lua and lua5.4 differ`);
       assert.equal(kstatus[i]?.status, expected.kstatus, `${file}: kstatus says ${JSON.stringify(kstatus[i])}`);
       assert.ok(lua[i]?.message, `${file}: the Lua check says why`);
     });
@@ -60,7 +61,9 @@ describe('Argo CD health check', () => {
   test('the message says what the controller says', async () => {
     const failed = fixtures.find(({ run }) => expectedHealth(run).kind === 'Failed/JobFailed')?.run;
     assert.ok(failed);
-    const [verdict] = await judgeWithLua([failed]);
-    assert.equal(verdict?.message, `Failed/JobFailed: ${failed.status.message}`);
+    for (const judge of [judgeWithLua, judgeWithArgoCdLua]) {
+      const [verdict] = await judge([failed]);
+      assert.equal(verdict?.message, `Failed/JobFailed: ${failed.status.message}`);
+    }
   });
 });

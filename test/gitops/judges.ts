@@ -1,9 +1,9 @@
-// The two outside judges of a RunpodRun's health: Argo CD's resource-health Lua check
-// (deploy/argocd/health.lua) run by a real Lua interpreter, and kstatus (sigs.k8s.io/cli-utils, as
-// Flux and kpt use it) through the Go helper in test/kstatus. Both take a batch of objects and answer
-// one verdict per object, in order, from one process each.
+// The outside judges of a RunpodRun's health: Argo CD's resource-health Lua check
+// (deploy/argocd/health.lua) run by Debian's lua5.4 and by gopher-lua (the interpreter Argo CD embeds,
+// through test/kstatus/argocd-lua), and kstatus (sigs.k8s.io/cli-utils, as Flux and kpt use it, through
+// test/kstatus). Each takes a batch of objects and answers one verdict per object, in order, from one process.
 import { execFile, spawn } from 'node:child_process';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { z } from 'zod';
 
@@ -14,7 +14,7 @@ const luaInterpreter = process.env.LUA ?? 'lua5.4';
 
 const verdict = z.object({ status: z.string(), message: z.string() });
 export type Verdict = z.output<typeof verdict>;
-const kstatusVerdict = verdict.extend({ error: z.string().optional() });
+const goVerdict = verdict.extend({ error: z.string().optional() });
 
 /** A JSON value as a Lua expression: objects and arrays become tables (arrays 1-based), null is nil. */
 export function luaLiteral(value: unknown): string {
@@ -78,20 +78,29 @@ export async function judgeWithLua(objects: unknown[]): Promise<Verdict[]> {
   return parseLines(out, objects.length, verdict, luaInterpreter);
 }
 
-let kstatusBinary: Promise<string> | undefined;
+let judgesBuilt: Promise<string> | undefined;
 
-/** Builds (once per machine, cached) and locates the kstatus helper. */
-export function kstatusJudge(): Promise<string> {
-  kstatusBinary ??= promisify(execFile)('bash', [buildKstatusScript], { maxBuffer: 1 << 20 })
-    .then(({ stdout }) => stdout.trim());
-  return kstatusBinary;
+/** Builds (once per machine, cached) the Go judges; resolves to the directory that holds them. */
+export function goJudges(): Promise<string> {
+  judgesBuilt ??= promisify(execFile)('bash', [buildKstatusScript], { maxBuffer: 1 << 20 })
+    .then(({ stdout }) => dirname(stdout.trim()));
+  return judgesBuilt;
 }
 
 export async function judgeWithKstatus(objects: unknown[]): Promise<Verdict[]> {
-  const binary = await kstatusJudge();
-  const out = await runWithInput(binary, [], objects.map((o) => JSON.stringify(o)).join('\n'));
-  return parseLines(out, objects.length, kstatusVerdict, 'kstatus-judge').map(({ status, message, error }) => {
-    if (error) throw new Error(`kstatus could not judge an object: ${error}`);
+  return judgeWithGo('kstatus-judge', [], objects);
+}
+
+/** health.lua in gopher-lua, set up as Argo CD sets it up. */
+export async function judgeWithArgoCdLua(objects: unknown[]): Promise<Verdict[]> {
+  return judgeWithGo('argocd-lua-judge', [healthLuaPath], objects);
+}
+
+async function judgeWithGo(judge: string, args: string[], objects: unknown[]): Promise<Verdict[]> {
+  const binary = join(await goJudges(), judge);
+  const out = await runWithInput(binary, args, objects.map((o) => JSON.stringify(o)).join('\n'));
+  return parseLines(out, objects.length, goVerdict, judge).map(({ status, message, error }) => {
+    if (error) throw new Error(`${judge} could not judge an object: ${error}`);
     return { status, message };
   });
 }

@@ -1,8 +1,9 @@
-module local.test/kstatus-judge
+module local.test/health-judges
 
 go 1.24.0
 
 require (
+	github.com/yuin/gopher-lua v1.1.1
 	k8s.io/apimachinery v0.30.1
 	sigs.k8s.io/cli-utils v0.37.2
 )
