@@ -21,7 +21,7 @@ describe('GitOps health of real runs', () => {
     withWorld('gitops', async (world) => {
       // The Go judges are built once per machine (a minute or two, cold): alongside the runs, not after them.
       const judgesReady = goJudges();
-      const watch = await watchRuns(world.namespace);
+      await using watch = await watchRuns(world.namespace);
       await world.apply(runManifest('succeeds', job('mkdir -p output && echo ok > output/ok.txt')));
       await world.apply(runManifest('fails', job('mkdir -p output && echo partial > output/p.txt && exit 3')));
       await world.apply(runManifest('cancelled', job('mkdir -p output && echo early > output/e.txt && sleep 300')));

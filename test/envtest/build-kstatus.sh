@@ -11,7 +11,8 @@ CACHE="${RUNPOD_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/runpod-operator}
 KEY=$(cat "$SRC/go.mod" "$SRC/go.sum" "$SRC/main.go" "$SRC/argocd-lua/main.go" | sha256sum | cut -c1-16)
 OUT="$CACHE/kstatus/$KEY"
 # readonly: the committed go.sum must already name every module; nothing here rewrites the repo.
-export GOFLAGS=-mod=readonly CGO_ENABLED=0 GOTOOLCHAIN=local
+export GOFLAGS=-mod=readonly CGO_ENABLED=0 GOTOOLCHAIN=local PATH="$PATH:/usr/local/go/bin"
+command -v go >/dev/null || { echo "build-kstatus: needs Go (the go command) to build test/kstatus" >&2; exit 1; }
 
 if [ ! -x "$OUT/kstatus-judge" ] || [ ! -x "$OUT/argocd-lua-judge" ]; then
   echo "build-kstatus: building kstatus-judge and argocd-lua-judge ($KEY)" >&2

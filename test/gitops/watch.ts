@@ -7,7 +7,10 @@ export interface WatchEvent { type: string; object: Record<string, any> }
 
 export interface RunWatch {
   events: WatchEvent[];
+  /** Ends the watch (again is harmless) and returns every event seen. */
   stop(): Promise<WatchEvent[]>;
+  /** `await using watch = ...`: no kubectl is left running when the test fails midway. */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** Resolves once the watch request is open (kubectl -v=6 logs it), so no later change is missed. */
@@ -27,7 +30,10 @@ export async function watchRuns(namespace: string, timeoutMs = 30_000): Promise<
   });
   const closed = new Promise<void>((done) => child.once('close', () => done()));
   await new Promise<void>((open, fail) => {
-    const timer = setTimeout(() => fail(new Error(`kubectl watch did not open in ${timeoutMs} ms: ${stderr}`)), timeoutMs);
+    const timer = setTimeout(() => {
+      child.kill('SIGTERM');
+      fail(new Error(`kubectl watch did not open in ${timeoutMs} ms: ${stderr}`));
+    }, timeoutMs);
     child.once('error', fail);
     child.once('close', (code) => fail(new Error(`kubectl watch exited ${code}: ${stderr}`)));
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
@@ -38,14 +44,16 @@ export async function watchRuns(namespace: string, timeoutMs = 30_000): Promise<
       }
     });
   });
-  return {
-    events,
-    async stop() {
+  let stopped: Promise<WatchEvent[]> | undefined;
+  const stop = () => {
+    stopped ??= (async () => {
       child.kill('SIGTERM');
       await closed;
       if (partial.trim()) events.push(JSON.parse(partial) as WatchEvent);
       return events;
-    },
+    })();
+    return stopped;
   };
+  return { events, stop, [Symbol.asyncDispose]: async () => { await stop(); } };
 }
 
