@@ -1,5 +1,5 @@
 // The Argo CD health check as shipped: argocd-cm-patch.yaml carries exactly deploy/argocd/health.lua,
-// works as a kustomize patch, and judges the snapshots captured from real runs (test/gitops/fixtures,
+// works as a kustomize patch and as the README's `kubectl patch` (real API server), and judges the snapshots captured from real runs (test/gitops/fixtures,
 // written by test/e2e/gitops.test.ts with GITOPS_FIXTURES_DIR) as kstatus and the mapping say.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { parse } from 'yaml';
-import { runKubectl } from '../support/kubectl.ts';
+import { createTestNamespace } from '../support/cluster.ts';
+import { kubectl, runKubectl } from '../support/kubectl.ts';
 import { expectedHealth } from './expected.ts';
 import { healthLuaPath, judgeWithArgoCdLua, judgeWithKstatus, judgeWithLua } from './judges.ts';
 
@@ -39,6 +40,27 @@ describe('Argo CD health check', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  test('the README\'s kubectl patch adds the check to a live argocd-cm and keeps its other settings', async () => {
+    // A namespace of the test's own stands in for argocd: a real Argo CD's settings are never touched.
+    const namespace = await createTestNamespace('argocd');
+    const created = await kubectl(['-n', namespace, 'create', 'configmap', 'argocd-cm', '--from-literal=url=https://argocd.example.com']);
+    assert.equal(created.status, 0, created.stderr);
+    const dir = mkdtempSync(join(tmpdir(), 'argocd-cm-'));
+    try {
+      const patch = join(dir, 'patch.yaml');
+      const text = readFileSync(patchPath, 'utf8').replace(/^ {2}namespace: argocd$/m, `  namespace: ${namespace}`);
+      assert.match(text, new RegExp(`namespace: ${namespace}`));
+      writeFileSync(patch, text);
+      const patched = await kubectl(['-n', namespace, 'patch', 'configmap', 'argocd-cm', '--patch-file', patch]);
+      assert.equal(patched.status, 0, patched.stderr);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const configMap = JSON.parse((await kubectl(['-n', namespace, 'get', 'configmap', 'argocd-cm', '-o', 'json'])).stdout);
+    assert.equal(configMap.data.url, 'https://argocd.example.com');
+    assert.equal(configMap.data[healthKey], readFileSync(healthLuaPath, 'utf8'));
   });
 
   test('snapshots of real runs: the Lua check (lua5.4 and Argo CD\'s gopher-lua) and kstatus agree with the mapping', async () => {
