@@ -6,7 +6,7 @@
 // - no create while an earlier pod of the run may still bill (strays and a deleting pod come first);
 // - a pod is forgotten only after its deletion is confirmed (404s and absence from a newer list);
 // - absence is evidence, never a reason to delete by itself.
-import { setCondition, setPhase, conditionIs, isTerminal } from './conditions.ts';
+import { setCondition, setPhase, conditionIs, isTerminal, observeGeneration } from './conditions.ts';
 import type { Action, Decision, Deletion, GpuCandidate, Observation, PodView, RunEvent } from './model.ts';
 import type { Phase, Reason, RunpodRunStatus } from '../api/status.ts';
 import type { RunpodRunSpec } from '../api/spec.ts';
@@ -26,7 +26,7 @@ interface Context {
 
 export function decide(obs: Observation): Decision {
   const status = structuredClone(obs.status);
-  status.observedGeneration = obs.run.generation;
+  observeGeneration(status, obs.run.generation);
   const ctx: Context = { obs, status, events: [] };
   updateCost(ctx);
   const decision = decideStep(ctx);

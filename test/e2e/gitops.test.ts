@@ -17,7 +17,7 @@ const job = (script: string) => ({ job: { command: ['sh', '-c', script] }, resul
 const ended = (run: { status?: { phase?: string } }) => run.status?.phase === 'Succeeded' || run.status?.phase === 'Failed';
 
 describe('GitOps health of real runs', () => {
-  test('Argo CD\'s Lua check and kstatus judge every version of runs that succeed, fail, are cancelled and deleted', () =>
+  test('Argo CD\'s Lua check and kstatus judge every version of runs that succeed, fail, are cancelled and deleted; kubectl wait sees a spec change after the end', () =>
     withWorld('gitops', async (world) => {
       // The Go judges are built once per machine (a minute or two, cold): alongside the runs, not after them.
       const judgesReady = goJudges();
@@ -38,6 +38,9 @@ describe('GitOps health of real runs', () => {
       const kept = await kubectl(['patch', 'rpr', 'succeeds', '-n', world.namespace, '--type', 'merge', '-p', '{"spec":{"keepPod":true}}']);
       assert.equal(kept.status, 0, kept.stderr);
       await world.waitForRun('succeeds', 'generation 2 observed', (r) => r.status?.observedGeneration === 2, 60_000);
+      // kubectl wait ignores a condition whose observedGeneration is behind the run's generation.
+      const waited = await kubectl(['wait', '--for=condition=Complete', 'rpr/succeeds', '-n', world.namespace, '--timeout=20s']);
+      assert.equal(waited.status, 0, `kubectl wait after the keepPod change: ${waited.stderr}`);
       await world.waitForRun('fails', 'ended', ended, 90_000);
       await world.waitForRun('cancelled', 'Cancelled', (r) => r.status?.reason === 'Cancelled', 90_000);
       for (const name of ['succeeds', 'fails', 'cancelled']) await world.deleteRun(name);

@@ -369,6 +369,22 @@ describe('decide: the job on a ready pod', () => {
     }
   });
 
+  test('a spec change after the end is observed by every condition (kubectl wait skips a condition of an older generation)', () => {
+    const obs = observe({ ...listed(), podState: state({}, { status: 'exited', startedAt: 1, endedAt: 2, exitCode: 0 }) }, readyStatus());
+    const exited = decide(obs);
+    applyRetrievalOutcome(obs, exited.status, { kind: 'verified', files: 2, bytes: 10, location: '/results/x', verifiedAt: at(6) });
+    const end = decide(observe({ now: at(20), pods: { listedAt: at(20), items: [] }, deletions: { p1: { sentAt: at(7), notFoundLooks: 3 } } }, exited.status));
+    assert.equal(end.status.phase, 'Succeeded');
+    const later = decide(observe({ now: at(30), run: { ...observe().run, generation: 2 }, spec: spec({ keepPod: true }), pods: { listedAt: at(30), items: [] } }, end.status));
+    assert.equal(later.status.observedGeneration, 2);
+    assert.equal(later.status.phase, 'Succeeded');
+    for (const condition of later.status.conditions ?? []) {
+      assert.equal(condition.observedGeneration, 2, `${condition.type} observed generation 2`);
+      const before = end.status.conditions?.find((c) => c.type === condition.type);
+      assert.deepEqual({ ...condition, observedGeneration: before?.observedGeneration }, before, `${condition.type} otherwise unchanged`);
+    }
+  });
+
   test('unverified results keep the pod and are retried with backoff: ResultsUnverified', () => {
     const obs = observe({ ...listed(), podState: state({}, { status: 'exited', startedAt: 1, endedAt: 2, exitCode: 0 }), retrievalFailures: 2 }, readyStatus());
     const d = decide(obs);
