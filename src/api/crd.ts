@@ -42,6 +42,8 @@ export function runpodRunCrd(): JsonSchema {
         served: true,
         storage: true,
         subresources: { status: {} },
+        // `kubectl delete rpr --field-selector status.phase=Succeeded`: the cleanup we offer instead of a TTL.
+        selectableFields: [{ jsonPath: '.status.phase' }, { jsonPath: '.status.reason' }],
         additionalPrinterColumns: [
           column('Phase', '.status.phase', 'string', 'Where the run stands'),
           column('Reason', '.status.reason', 'string', 'Why'),
@@ -65,7 +67,9 @@ export function runpodRunCrd(): JsonSchema {
               kind: { type: 'string', description: 'Kind of the object.' },
               metadata: { type: 'object' },
               spec: structural(runpodRunSpec),
-              status: structural(runpodRunStatus),
+              // Defaulted so that a run the controller has not written yet reads "generation 0 observed":
+              // kstatus (Flux, kpt) takes an object with no status at all for Current, i.e. done.
+              status: { ...structural(runpodRunStatus), default: { observedGeneration: 0 } },
             },
           },
         },

@@ -19,6 +19,16 @@ export function setCondition(
   status.conditions = existing ? conditions.map((c) => (c.type === type ? next : c)) : [...conditions, next];
 }
 
+/**
+ * The status as judged at `generation`: status.observedGeneration and every condition's, since each
+ * reconcile re-derives them all. kubectl wait skips a condition whose observedGeneration is behind the
+ * run's generation, so a spec change after the end (keepPod) must not leave them behind.
+ */
+export function observeGeneration(status: RunpodRunStatus, generation: number): void {
+  status.observedGeneration = generation;
+  if (status.conditions) status.conditions = status.conditions.map((c) => (c.observedGeneration === generation ? c : { ...c, observedGeneration: generation }));
+}
+
 export function conditionIs(status: RunpodRunStatus, type: string, value: ConditionStatus = 'True'): boolean {
   return status.conditions?.some((c) => c.type === type && c.status === value) ?? false;
 }

@@ -6,7 +6,7 @@
 // - no create while an earlier pod of the run may still bill (strays and a deleting pod come first);
 // - a pod is forgotten only after its deletion is confirmed (404s and absence from a newer list);
 // - absence is evidence, never a reason to delete by itself.
-import { setCondition, setPhase, conditionIs, isTerminal } from './conditions.ts';
+import { setCondition, setPhase, conditionIs, isTerminal, observeGeneration } from './conditions.ts';
 import type { Action, Decision, Deletion, GpuCandidate, Observation, PodView, RunEvent, SpendFacts } from './model.ts';
 import type { Phase, Reason, RunpodRunStatus } from '../api/status.ts';
 import type { RunpodRunSpec } from '../api/spec.ts';
@@ -36,7 +36,7 @@ interface Context {
 
 export function decide(obs: Observation): Decision {
   const status = structuredClone(obs.status);
-  status.observedGeneration = obs.run.generation;
+  observeGeneration(status, obs.run.generation);
   const ctx: Context = { obs, status, events: [] };
   updateCost(ctx);
   const decision = decideStep(ctx);
@@ -60,12 +60,14 @@ const done: Step = { action: { type: 'none' }, requeue: 'none' };
 function decideStep(ctx: Context): Step {
   const { obs, status } = ctx;
   if (obs.run.deleting) return cleanUpForDeletion(ctx);
+  // The first status written already says Reconciling: kstatus (Flux, kpt) reads a status without
+  // conditions as Current, i.e. done, before anything happened.
+  if (status.phase === undefined) phase(ctx, 'Pending', 'Created', 'the controller picked up the run; nothing is rented yet');
   if (!obs.run.hasFinalizer) return step({ type: 'addFinalizer' });
   if (isTerminal(status.phase)) return afterTheEnd(ctx);
   if (!obs.spec.ok) return fail(ctx, 'InvalidSpec', obs.spec.message);
   const spec = obs.spec.spec;
   status.startTime ??= obs.now.toISOString();
-  status.phase ??= 'Pending';
   if (!obs.credentials.found) {
     phase(ctx, 'Pending', 'CredentialsMissing', obs.credentials.message);
     return { action: { type: 'none' }, requeue: 'backoff' };

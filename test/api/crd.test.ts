@@ -107,6 +107,35 @@ describe('RunpodRun CRD', () => {
     assert.deepEqual(stored.spec, verdict.spec);
   });
 
+  test('a run no controller has written yet reads "generation 0 observed" (kstatus takes no status at all for Current)', async () => {
+    assert.equal((await kubectl(['apply', '-n', namespace, '-f', '-'], manifest('unobserved', validSpec()))).status, 0);
+    const stored = JSON.parse((await kubectl(['get', '-n', namespace, 'rpr', 'unobserved', '-o', 'json'])).stdout);
+    assert.equal(stored.metadata.generation, 1);
+    assert.deepEqual(stored.status, { observedGeneration: 0 });
+  });
+
+  test('runs can be selected by status.phase and status.reason (kubectl delete rpr --field-selector status.phase=Succeeded)', async () => {
+    const setStatus = (name: string, status: object) =>
+      kubectl(['patch', '-n', namespace, 'rpr', name, '--subresource=status', '--type', 'merge', '-p', JSON.stringify({ status })]);
+    for (const name of ['done-ok', 'done-cancelled', 'still-running']) {
+      assert.equal((await kubectl(['apply', '-n', namespace, '-f', '-'], manifest(name, validSpec()))).status, 0);
+    }
+    assert.equal((await setStatus('done-ok', { observedGeneration: 1, phase: 'Succeeded', reason: 'Succeeded' })).status, 0);
+    assert.equal((await setStatus('done-cancelled', { observedGeneration: 1, phase: 'Failed', reason: 'Cancelled' })).status, 0);
+    assert.equal((await setStatus('still-running', { observedGeneration: 1, phase: 'Running', reason: 'JobRunning' })).status, 0);
+    const names = async (selector: string) => {
+      const result = await kubectl(['get', '-n', namespace, 'rpr', '--field-selector', selector, '-o', 'name']);
+      assert.equal(result.status, 0, result.stderr);
+      return result.stdout.trim().split('\n').filter(Boolean).sort();
+    };
+    assert.deepEqual(await names('status.phase=Succeeded'), ['runpodrun.runpod-operator.dev/done-ok']);
+    assert.deepEqual(await names('status.reason=Cancelled'), ['runpodrun.runpod-operator.dev/done-cancelled']);
+    const deleted = await kubectl(['delete', '-n', namespace, 'rpr', '--field-selector', 'status.phase=Succeeded']);
+    assert.equal(deleted.status, 0, deleted.stderr);
+    assert.match(deleted.stdout, /done-ok.*deleted/);
+    assert.equal((await kubectl(['get', '-n', namespace, 'rpr', 'still-running'])).status, 0, 'a running run is not selected');
+  });
+
   test('the spec is immutable but for keepPod and cancel; cancel cannot be undone', async () => {
     assert.equal((await kubectl(['apply', '-n', namespace, '-f', '-'], manifest('immutable', validSpec()))).status, 0);
     const patch = async (spec: object) =>

@@ -2,7 +2,8 @@
 # Builds the test control plane (kube-apiserver and etcd) from the Go module proxy, once per machine.
 # Nothing downloads a prebuilt binary: both come from their published Go modules. The result is cached
 # outside the repo, keyed by version, so only the first run on a machine compiles (~10 min on 2 cores).
-# Prints the directory holding both binaries (use it as KUBEBUILDER_ASSETS).
+# Prints the directory holding both binaries (use it as KUBEBUILDER_ASSETS). Also builds the kstatus
+# helper of the GitOps tests (build-kstatus.sh).
 set -euo pipefail
 
 KUBE_VERSION="${KUBE_VERSION:-1.34.4}"
@@ -10,6 +11,7 @@ ETCD_VERSION="${ETCD_VERSION:-3.6.4}"
 CACHE="${RUNPOD_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/runpod-operator}"
 OUT="$CACHE/envtest/k8s-$KUBE_VERSION-etcd-$ETCD_VERSION"
 export GOFLAGS=-mod=mod CGO_ENABLED=0 GOTOOLCHAIN=local
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 log() { echo "build-assets: $*" >&2; }
 
@@ -59,4 +61,6 @@ if [ ! -x "$OUT/etcd" ]; then
   log "building etcd v$ETCD_VERSION (first run on this machine)"
   start=$(date +%s); build_etcd; log "etcd built in $(( $(date +%s) - start ))s"
 fi
+# The kstatus helper of the GitOps tests (cached on its own; its path goes to stderr, ours to stdout).
+"$HERE/build-kstatus.sh" >&2
 echo "$OUT"

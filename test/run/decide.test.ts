@@ -60,6 +60,21 @@ describe('decide: before any Runpod call', () => {
     assert.deepEqual(decide(observe({ run: { ...observe().run, hasFinalizer: false } })).action, { type: 'addFinalizer' });
   });
 
+  test('the first status already says the run is in progress (kstatus reads a status without conditions as Current)', () => {
+    const steps = [
+      decide(observe({ run: { ...observe().run, hasFinalizer: false } })),
+      decide(observe({ sshKeysReady: false })),
+    ];
+    for (const d of steps) {
+      assert.equal(d.status.phase, 'Pending');
+      assert.equal(d.status.reason, 'Created');
+      assert.equal(d.status.observedGeneration, 1);
+      for (const [type, value] of [['Reconciling', 'True'], ['Ready', 'False'], ['Stalled', 'False']]) {
+        assert.ok(d.status.conditions?.some((c) => c.type === type && c.status === value), `${type}=${value} in ${JSON.stringify(d.status)}`);
+      }
+    }
+  });
+
   test('an invalid spec fails the run with InvalidSpec and calls nothing', () => {
     const d = decide(observe({ spec: { ok: false, message: 'spec.gpu: exactly one of gpu.types and gpu.auto must be set' } }));
     assert.equal(d.status.phase, 'Failed');
@@ -427,6 +442,22 @@ describe('decide: the job on a ready pod', () => {
       const end = decide(observe({ now: at(20), pods: { listedAt: at(20), items: [] }, deletions: { p1: { sentAt: at(7), notFoundLooks: 3 } } }, exited.status));
       assert.equal(end.status.reason, reason);
       if (code === 3) assert.match(end.status.message!, /code 3/);
+    }
+  });
+
+  test('a spec change after the end is observed by every condition (kubectl wait skips a condition of an older generation)', () => {
+    const obs = observe({ ...listed(), podState: state({}, { status: 'exited', startedAt: 1, endedAt: 2, exitCode: 0 }) }, readyStatus());
+    const exited = decide(obs);
+    applyRetrievalOutcome(obs, exited.status, { kind: 'verified', files: 2, bytes: 10, location: '/results/x', verifiedAt: at(6) });
+    const end = decide(observe({ now: at(20), pods: { listedAt: at(20), items: [] }, deletions: { p1: { sentAt: at(7), notFoundLooks: 3 } } }, exited.status));
+    assert.equal(end.status.phase, 'Succeeded');
+    const later = decide(observe({ now: at(30), run: { ...observe().run, generation: 2 }, spec: spec({ keepPod: true }), pods: { listedAt: at(30), items: [] } }, end.status));
+    assert.equal(later.status.observedGeneration, 2);
+    assert.equal(later.status.phase, 'Succeeded');
+    for (const condition of later.status.conditions ?? []) {
+      assert.equal(condition.observedGeneration, 2, `${condition.type} observed generation 2`);
+      const before = end.status.conditions?.find((c) => c.type === condition.type);
+      assert.deepEqual({ ...condition, observedGeneration: before?.observedGeneration }, before, `${condition.type} otherwise unchanged`);
     }
   });
 
