@@ -26,6 +26,8 @@ export interface RunReconcilerOptions {
   kubeConfig: KubeConfig;
   accounts: Accounts;
   clusterId: string;
+  /** The install's scope marker (ownership.ts). */
+  scope: string;
   runpodApiUrl: string;
   resultsDir: string;
   watchdogPeriodMs: number;
@@ -126,7 +128,7 @@ export class RunReconciler {
         if (!spec || !sshKeys) throw new Error('cannot create a pod without a valid spec and SSH keys');
         return buildCreatePodRequest({
           run, spec, sshKeys, attemptName, attemptNumber, gpuType, now,
-          clusterId: this.#options.clusterId, runpodApiUrl: this.#options.runpodApiUrl, watchdogPeriodMs: this.#options.watchdogPeriodMs,
+          clusterId: this.#options.clusterId, scope: this.#options.scope, runpodApiUrl: this.#options.runpodApiUrl, watchdogPeriodMs: this.#options.watchdogPeriodMs,
         });
       },
     };

@@ -33,6 +33,24 @@ export class RunApi {
     }
   }
 
+  /**
+   * UIDs of every run in the namespace (or all namespaces) as the API server has them now: a list
+   * without resourceVersion is served from etcd, never from a watch cache.
+   */
+  async liveRunUids(namespace: string | undefined): Promise<Set<string>> {
+    const uids = new Set<string>();
+    let _continue: string | undefined;
+    do {
+      const page = (namespace
+        ? await this.#objects.listNamespacedCustomObject({ group, version, plural, namespace, limit: 500, _continue })
+        : await this.#objects.listClusterCustomObject({ group, version, plural, limit: 500, _continue })) as
+        { items?: RunpodRun[]; metadata?: { continue?: string } };
+      for (const run of page.items ?? []) uids.add(run.metadata.uid);
+      _continue = page.metadata?.continue || undefined;
+    } while (_continue);
+    return uids;
+  }
+
   /** Writes the status when it differs; a stale resourceVersion is a ConflictError (requeued quietly). */
   async writeStatus(run: RunpodRun, status: RunpodRunStatus): Promise<RunpodRun> {
     return (await this.#status.write(run, status)).object;
