@@ -65,6 +65,10 @@ function decideStep(ctx: Context): Step {
     phase(ctx, 'Pending', 'CredentialsMissing', obs.jobInputs.message);
     return { action: { type: 'none' }, requeue: 'backoff' };
   }
+  if (obs.sshSecretConflict) {
+    phase(ctx, status.phase ?? 'Pending', 'SshSecretConflict', obs.sshSecretConflict);
+    return { action: { type: 'none' }, requeue: 'backoff' };
+  }
   if (!obs.sshKeysReady) return step({ type: 'ensureSshKeys' });
   if (!obs.pods) {
     if (obs.credentials.rejected) return fail(ctx, 'CredentialsRejected', 'Runpod rejected the API key (401) when listing pods');

@@ -86,7 +86,7 @@ export class RunReconciler {
     registerSecret(apiKey);
     const account = apiKey ? this.#options.accounts.get(apiKey) : undefined;
     const snapshot = account?.observer.snapshot;
-    const sshKeys = await this.runs.readSshSecret(run);
+    const { keys: sshKeys, foreign: sshSecretConflict } = await this.runs.readSshSecret(run);
     if (sshKeys) protectSshKeys(sshKeys);
     const status: RunpodRunStatus = structuredClone(run.status ?? {});
     // The job's inputs matter until the job has started: before renting, and for the start itself.
@@ -110,6 +110,7 @@ export class RunReconciler {
         ? { found: true, rejected: account?.observer.rejected }
         : { found: false, message: `Secret ${namespace}/${spec.credentials.secretName} has no non-empty key "${spec.credentials.key}"` },
       sshKeysReady: sshKeys !== undefined,
+      ...(sshSecretConflict ? { sshSecretConflict } : {}),
       pods: snapshot && { listedAt: snapshot.listedAt, items: (snapshot.byRun.get(uid) ?? []).map(podView) },
       catalog: this.#catalogs.get(uid),
       deletions: Object.fromEntries(this.#deletions),
