@@ -55,7 +55,7 @@ export async function retrieveResults(ssh: SshConnection, spec: RunpodRunSpec, l
   try {
     const retrieved = await retrieveDirectory(ssh, remoteDir, resultsSubdirectory(staging), manifest);
     if (!retrieved.ok) {
-      const problems = [['missing', retrieved.missing], ['different', retrieved.different], ['extra', retrieved.extra]] as const;
+      const problems = [['missing', retrieved.missing], ['different', retrieved.different], ['extra', retrieved.extra], ['refused symlinks', retrieved.refused]] as const;
       const message = problems.filter(([, files]) => files.length > 0)
         .map(([what, files]) => `${files.length} ${what} (${files.slice(0, 3).join(', ')})`).join(', ');
       await discardStaging(staging);
