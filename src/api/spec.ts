@@ -47,6 +47,20 @@ const relativePath = (...rules: PathRule[]) => {
   return path.meta(cel(...all.map(({ rule, message }) => ({ rule, message }))));
 };
 
+/** A size in bytes, with an optional binary suffix as Kubernetes quantities spell it ("100Gi"). */
+const byteSizePattern = /^([0-9]{1,15})(Ki|Mi|Gi|Ti|Pi)?$/;
+const byteSize = z.string().regex(byteSizePattern, 'must be a size in bytes such as "500Mi" or "100Gi" (suffixes Ki, Mi, Gi, Ti, Pi)');
+
+export const DEFAULT_RESULTS_MAX_BYTES = '100Gi';
+
+/** Bytes of a size that byteSize accepted. */
+export function byteSizeValue(size: string): number {
+  const [, digits, suffix] = byteSizePattern.exec(size) ?? [];
+  if (digits === undefined) throw new Error(`not a size: ${size}`);
+  const power = suffix ? ['Ki', 'Mi', 'Gi', 'Ti', 'Pi'].indexOf(suffix) + 1 : 0;
+  return Number(digits) * 1024 ** power;
+}
+
 const keySelector = (what: string) => z.strictObject({
   name: k8sName.meta({ description: `Name of the ${what} in the run's namespace.` }),
   key: keyName.meta({ description: `Key within the ${what}.` }),
@@ -142,6 +156,8 @@ const specShape = {
   results: z.strictObject({
     path: relativePath(outsideStateDir, belowRunDir).default('output')
       .meta({ description: 'Directory on the pod, below the run directory (neither it nor .pod), whose files are retrieved and verified.' }),
+    maxBytes: byteSize.optional()
+      .meta({ description: `A result set larger than this fails the run (ResultsTooLarge) without being retrieved; default ${DEFAULT_RESULTS_MAX_BYTES}.` }),
   }).default({ path: 'output' }).meta({ description: 'What is retrieved when the job ends.' }),
   limits,
   keepPod: z.boolean().default(false).meta({ description: 'Keep the pod once the job exists (debugging); only deleting the run removes it.' }),

@@ -61,6 +61,7 @@ const invalid: { name: string; field: string; mutate: (spec: Spec) => void }[] =
   { name: 'results.path inside the state directory', field: 'spec.results.path', mutate: (s) => { s.results = { path: './.pod/x' }; } },
   { name: 'results.path is the run directory (holds .pod)', field: 'spec.results.path', mutate: (s) => { s.results = { path: '.' }; } },
   { name: 'results.path is the run directory, spelled ./.', field: 'spec.results.path', mutate: (s) => { s.results = { path: './.' }; } },
+  { name: 'malformed results.maxBytes', field: 'spec.results.maxBytes', mutate: (s) => { s.results = { maxBytes: '100GB' }; } },
   { name: 'bad env var name', field: 'spec.job.env[0].name', mutate: (s) => { s.job.env[0].name = '1BAD-NAME'; } },
   { name: 'env var with value and valueFrom', field: 'spec.job.env[0]', mutate: (s) => { s.job.env[0].valueFrom = { secretKeyRef: { name: 'hf', key: 'token' } }; } },
   { name: 'env valueFrom with two refs', field: 'spec.job.env[0].valueFrom', mutate: (s) => { s.job.env[0] = { name: 'A', valueFrom: { secretKeyRef: { name: 'a', key: 'b' }, configMapKeyRef: { name: 'c', key: 'd' } } }; } },
