@@ -20,7 +20,7 @@ import { runManifest, testApiKey } from '../support/operator.ts';
 
 interface Install { namespace: string; controller: RunningController; logLines: string[] }
 
-test('two namespace-scoped installs on one account never sweep each other\'s pods', async () => {
+test('two namespace-scoped installs on one account never sweep each other\'s pods, and each sweeps its own strays', async () => {
   const { kubeconfigPath } = await testCluster();
   // Two installs polling one account fast, for a quick test: a budget that a real account would not grant.
   const sim = await startSimulator({ apiKeys: [testApiKey], config: { rateLimits: { minute: { quota: 600, seconds: 60 }, hour: { quota: 30_000, seconds: 3600 } } } });
@@ -80,10 +80,24 @@ test('two namespace-scoped installs on one account never sweep each other\'s pod
 
     await client.deletePod(clusterWide.id);
     await client.deletePod(unscoped.id);
-    await Promise.all(installs.map(async ({ namespace }) => {
-      const deleted = await kubectl(['delete', 'rpr', 'train', '-n', namespace, '--timeout=60s']);
-      assert.equal(deleted.status, 0, deleted.stderr);
-    }));
+    // A run let go with skip-cleanup leaves its pod: a real stray, swept by its own install only,
+    // with the deletion confirmed and an Event on the (deleted) run.
+    const [teamA, teamB] = installs;
+    await kubectl(['annotate', 'rpr', 'train', '-n', teamA?.namespace ?? '', 'runpod-operator.dev/skip-cleanup=true']);
+    const letGo = await kubectl(['delete', 'rpr', 'train', '-n', teamA?.namespace ?? '', '--timeout=60s']);
+    assert.equal(letGo.status, 0, letGo.stderr);
+    for (let i = 0; i < 240 && !(await isGone(runs[0]?.podId ?? '')); i++) await sleep(250);
+    assert.ok(await isGone(runs[0]?.podId ?? ''), 'the pod of a run let go is swept');
+    assert.ok(sweptBy(teamA, runs[0]?.podId ?? '') && !sweptBy(teamB, runs[0]?.podId ?? ''));
+    let events = '';
+    for (let i = 0; i < 60 && !events.includes('StrayPodDeleted'); i++) {
+      events = (await kubectl(['get', 'events.events.k8s.io', '-n', teamA?.namespace ?? '', '-o', 'json'])).stdout;
+      await sleep(250);
+    }
+    assert.match(events, /StrayPodDeleted/, 'the confirmed deletion is an Event on the run');
+    assert.equal(await isGone(runs[1]?.podId ?? ''), false, 'team-b\'s running pod is still untouched');
+    const deleted = await kubectl(['delete', 'rpr', 'train', '-n', teamB?.namespace ?? '', '--timeout=60s']);
+    assert.equal(deleted.status, 0, deleted.stderr);
   } finally {
     try {
       await assertNoLeaks(sim.adminUrl, 15_000);
