@@ -35,6 +35,10 @@ export const configSchema = z.object({
   deadlineMargin: duration.default(60_000),
   /** How often the on-pod watchdog checks its limits. */
   watchdogPeriod: duration.pipe(z.number().min(1000, 'must be at least 1s').max(300_000, 'must be at most 5m')).default(10_000),
+  /** How often the stray sweep runs (it also runs once when this process becomes the leader). */
+  sweepInterval: duration.pipe(z.number().min(1000, 'must be at least 1s')).default(60_000),
+  /** A pod younger than this is never swept: its run may not be visible yet. */
+  strayGrace: duration.pipe(z.number().min(1000, 'must be at least 1s')).default(120_000),
 });
 
 export type Config = z.output<typeof configSchema>;
@@ -43,7 +47,7 @@ const flags = {
   kubeconfig: 'kubeconfig', namespace: 'namespace', 'cluster-id': 'clusterId', 'runpod-api-url': 'runpodApiUrl',
   'results-dir': 'resultsDir', 'max-concurrent-reconciles': 'maxConcurrentReconciles', 'poll-interval': 'pollInterval',
   'log-level': 'logLevel', 'leader-elect': 'leaderElect', 'lease-namespace': 'leaseNamespace', 'deadline-margin': 'deadlineMargin',
-  'watchdog-period': 'watchdogPeriod',
+  'watchdog-period': 'watchdogPeriod', 'sweep-interval': 'sweepInterval', 'stray-grace': 'strayGrace',
 } as const satisfies Record<string, keyof Config>;
 
 const envName = (flag: string): string => `RUNPOD_OPERATOR_${flag.toUpperCase().replaceAll('-', '_')}`;

@@ -3,15 +3,16 @@
 import { hostname } from 'node:os';
 import { isDeepStrictEqual } from 'node:util';
 import { CoreV1Api, KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
-import { group, plural, version, type RunpodRun } from './api/runpodrun.ts';
+import { group, parseSpec, plural, version, type RunpodRun } from './api/runpodrun.ts';
 import { loadConfig, type Config } from './config.ts';
 import { Controller } from './kube/controller.ts';
 import { EventRecorder } from './kube/events.ts';
 import { keyOf } from './kube/keys.ts';
 import { LeaderElector } from './kube/leader.ts';
 import { Reflector, resourcePath } from './kube/reflector.ts';
-import { createLogger, type Logger } from './log.ts';
+import { createLogger, registerSecret, type Logger } from './log.ts';
 import { Accounts } from './run/accounts.ts';
+import { installScope, type Owner } from './run/ownership.ts';
 import { RunReconciler } from './run/reconciler.ts';
 import { Sweeper } from './run/sweeper.ts';
 
@@ -46,6 +47,30 @@ function needsReconcile(old: RunpodRun, run: RunpodRun): boolean {
   return old === run || !isDeepStrictEqual(userVisible(old), userVisible(run));
 }
 
+/** The API key of every run in the store (finished ones too), each credentials Secret read once. */
+async function referencedApiKeys(runs: RunpodRun[], reconciler: RunReconciler): Promise<string[]> {
+  const refs = new Map<string, { namespace: string; secretName: string; key: string }>();
+  for (const run of runs) {
+    const verdict = parseSpec(run.spec);
+    if (!verdict.ok) continue;
+    const { secretName, key } = verdict.spec.credentials;
+    refs.set(JSON.stringify([run.metadata.namespace, secretName, key]), { namespace: run.metadata.namespace, secretName, key });
+  }
+  const keys: string[] = [];
+  for (const ref of refs.values()) {
+    const apiKey = await reconciler.runs.secretValue(ref.namespace, ref.secretName, ref.key).catch(() => undefined);
+    registerSecret(apiKey);
+    if (apiKey) keys.push(apiKey);
+  }
+  return keys;
+}
+
+/** Bounded: a memory for events, not a record. */
+function rememberDeleted(deletedRuns: Map<string, RunpodRun>, run: RunpodRun): void {
+  deletedRuns.set(run.metadata.uid, run);
+  for (const uid of deletedRuns.keys()) if (deletedRuns.size > 1000) deletedRuns.delete(uid);
+}
+
 /** Starts the controller; resolves once it runs (as leader, or waiting to become one). */
 export async function startController(config: Config, options: StartOptions = {}): Promise<RunningController> {
   const logger = options.logger ?? createLogger(config.logLevel);
@@ -53,23 +78,34 @@ export async function startController(config: Config, options: StartOptions = {}
   const clusterId = config.clusterId ?? (await kubeConfig.makeApiClient(CoreV1Api).readNamespace({ name: 'kube-system' })).metadata?.uid;
   if (!clusterId) throw new Error('cannot determine the cluster id: set --cluster-id');
   const identity = `${hostname()}-${process.pid}`;
-  logger.info({ clusterId, namespace: config.namespace ?? '(all)', runpodApiUrl: config.runpodApiUrl }, 'starting runpod-operator');
+  const owner: Owner = { clusterId, scope: installScope(config.namespace) };
+  logger.info({ clusterId, scope: owner.scope, namespace: config.namespace ?? '(all)', runpodApiUrl: config.runpodApiUrl }, 'starting runpod-operator');
 
   let controller: Controller | undefined;
   let reflector: Reflector<RunpodRun & KubernetesObject> | undefined;
   const runUids = new Map<string, string>();
+  /** Runs deleted while we watched, so a stray pod they left can be an event on them. */
+  const deletedRuns = new Map<string, RunpodRun>();
   const accounts = new Accounts({
     baseUrl: config.runpodApiUrl, clusterId, pollIntervalMs: config.pollInterval, logger,
     onPodsChanged: (uids) => uids.forEach((uid) => { const key = runUids.get(uid); if (key) controller?.enqueue(key); }),
   });
+  const events = new EventRecorder({ kubeConfig, logger, reportingInstance: identity });
   const reconciler = new RunReconciler({
-    kubeConfig, accounts, clusterId, runpodApiUrl: options.podApiUrl ?? config.runpodApiUrl, resultsDir: config.resultsDir, watchdogPeriodMs: config.watchdogPeriod, logger,
-    events: new EventRecorder({ kubeConfig, logger, reportingInstance: identity }),
+    kubeConfig, accounts, clusterId, scope: owner.scope, runpodApiUrl: options.podApiUrl ?? config.runpodApiUrl, resultsDir: config.resultsDir, watchdogPeriodMs: config.watchdogPeriod, logger,
+    events,
     settings: { ambiguousLookupMs: 2 * config.pollInterval, deadlineMarginMs: config.deadlineMargin, goneLooks: 3, pollIntervalMs: config.pollInterval },
   });
   const sweeper = new Sweeper({
-    accounts, logger, intervalMs: Math.max(30_000, 3 * config.pollInterval),
-    liveRunUids: () => new Set(runUids.keys()),
+    accounts, owner, logger, intervalMs: config.sweepInterval, graceMs: config.strayGrace,
+    cachedRunUids: () => new Set(runUids.keys()),
+    liveRunUids: () => reconciler.runs.liveRunUids(config.namespace),
+    referencedApiKeys: () => referencedApiKeys(reflector?.list() ?? [], reconciler),
+    onConfirmed: (stray) => {
+      const run = deletedRuns.get(stray.runUid);
+      if (run) events.record(run, { type: 'Warning', reason: 'StrayPodDeleted', note: `pod ${stray.podName} (${stray.podId}) outlived this run; the sweeper deleted it (confirmed)` });
+      deletedRuns.delete(stray.runUid);
+    },
   });
 
   const lead = (signal: AbortSignal) => {
@@ -84,7 +120,7 @@ export async function startController(config: Config, options: StartOptions = {}
       handlers: {
         onAdd: (run) => { runUids.set(run.metadata.uid, keyOf(run)); enqueue(run); },
         onUpdate: (old, run) => { if (needsReconcile(old, run)) enqueue(run); },
-        onDelete: (run) => { runUids.delete(run.metadata.uid); enqueue(run); },
+        onDelete: (run) => { runUids.delete(run.metadata.uid); rememberDeleted(deletedRuns, run); enqueue(run); },
       },
     });
     reflector.start();
@@ -94,7 +130,7 @@ export async function startController(config: Config, options: StartOptions = {}
   };
 
   const stopWork = async () => {
-    sweeper.stop();
+    await sweeper.stop();
     await reflector?.stop();
     await controller?.stop();
     await accounts.close();

@@ -19,11 +19,47 @@ const usdAmount = z.string()
   .refine((value) => Number(value) > 0, 'must be greater than 0')
   .meta(cel({ rule: 'double(self) > 0.0', message: 'must be greater than 0' }));
 
+/** A rule on a path: the zod check and the CEL rule that say the same thing. */
+interface PathRule { ok: (value: string) => boolean; rule: string; message: string }
+
+const noDotDot: PathRule = {
+  ok: (value) => !value.split('/').includes('..'), rule: "!self.split('/').exists(s, s == '..')", message: 'must not contain ".." segments',
+};
+// The pod's state directory (protocol.ts STATE_DIR) holds the watchdog's inputs (keep, retrieved) and
+// the job's secrets (job.env): nothing the user names may land in it or copy it out.
+// Character classes, not backslashes: the pattern goes into a CEL string literal as it is.
+const inStateDir = '^([.]/|/)*[.]pod(/|$)';
+const outsideStateDir: PathRule = {
+  ok: (value) => !new RegExp(inStateDir).test(value), rule: `!self.matches('${inStateDir}')`,
+  message: 'must not be in the pod\'s state directory .pod',
+};
+const isRunDir = '^([.](/+|$)|/+)*$';
+const belowRunDir: PathRule = {
+  ok: (value) => !new RegExp(isRunDir).test(value), rule: `!self.matches('${isRunDir}')`,
+  message: 'must be below the run directory, not the run directory itself (it holds .pod)',
+};
+
 /** A path relative to the run directory: not absolute, no "..", so a pod cannot aim us outside it. */
-const relativePath = z.string().min(1).max(1024)
-  .regex(/^[^/]/, 'must be relative to the run directory (no leading "/")')
-  .refine((value) => !value.split('/').includes('..'), 'must not contain ".." segments')
-  .meta(cel({ rule: "!self.split('/').exists(s, s == '..')", message: 'must not contain ".." segments' }));
+const relativePath = (...rules: PathRule[]) => {
+  const all = [noDotDot, ...rules];
+  let path = z.string().min(1).max(1024).regex(/^[^/]/, 'must be relative to the run directory (no leading "/")');
+  for (const { ok, message } of all) path = path.refine(ok, message);
+  return path.meta(cel(...all.map(({ rule, message }) => ({ rule, message }))));
+};
+
+/** A size in bytes, with an optional binary suffix as Kubernetes quantities spell it ("100Gi"). */
+const byteSizePattern = /^([0-9]{1,15})(Ki|Mi|Gi|Ti|Pi)?$/;
+const byteSize = z.string().regex(byteSizePattern, 'must be a size in bytes such as "500Mi" or "100Gi" (suffixes Ki, Mi, Gi, Ti, Pi)');
+
+export const DEFAULT_RESULTS_MAX_BYTES = '100Gi';
+
+/** Bytes of a size that byteSize accepted. */
+export function byteSizeValue(size: string): number {
+  const [, digits, suffix] = byteSizePattern.exec(size) ?? [];
+  if (digits === undefined) throw new Error(`not a size: ${size}`);
+  const power = suffix ? ['Ki', 'Mi', 'Gi', 'Ti', 'Pi'].indexOf(suffix) + 1 : 0;
+  return Number(digits) * 1024 ** power;
+}
 
 const keySelector = (what: string) => z.strictObject({
   name: k8sName.meta({ description: `Name of the ${what} in the run's namespace.` }),
@@ -51,7 +87,7 @@ const envVar = z.strictObject({
   });
 
 const jobFile = z.strictObject({
-  path: relativePath.meta({ description: 'Where the file is written, relative to the run directory.' }),
+  path: relativePath(outsideStateDir).meta({ description: 'Where the file is written, relative to the run directory (not in .pod).' }),
   configMapKeyRef: keySelector('ConfigMap').optional(),
   secretKeyRef: keySelector('Secret').optional(),
 }).refine((file) => (file.configMapKeyRef === undefined) !== (file.secretKeyRef === undefined),
@@ -120,7 +156,10 @@ const specShape = {
     files: z.array(jobFile).max(256).optional().meta({ description: 'Files written into the run directory before the job starts.' }),
   }).meta({ description: 'What runs on the pod.' }),
   results: z.strictObject({
-    path: relativePath.default('output').meta({ description: 'Directory on the pod, relative to the run directory, whose files are retrieved and verified.' }),
+    path: relativePath(outsideStateDir, belowRunDir).default('output')
+      .meta({ description: 'Directory on the pod, below the run directory (neither it nor .pod), whose files are retrieved and verified.' }),
+    maxBytes: byteSize.optional()
+      .meta({ description: `A result set larger than this fails the run (ResultsTooLarge) without being retrieved; default ${DEFAULT_RESULTS_MAX_BYTES}.` }),
   }).default({ path: 'output' }).meta({ description: 'What is retrieved when the job ends.' }),
   limits,
   keepPod: z.boolean().default(false).meta({ description: 'Keep the pod once the job exists (debugging); only deleting the run removes it.' }),

@@ -83,7 +83,12 @@ export function startJobCommand(options: StartJobOptions): string {
   // supervisor's env stays untouched, so a job PATH cannot hide mv or date from it.
   const jobShell = [
     `if [ -f ${F.imageEnv} ]; then . ./${F.imageEnv}; fi`,
+    // rm is found before the job's env can change PATH.
+    'runpod_operator_rm=$(command -v rm)',
     `if [ -f ${F.jobEnv} ]; then . ./${F.jobEnv}; fi`,
+    // The job's secrets leave the disk once its shell holds them: no result set, later run or
+    // shared volume can pick them up from there.
+    `"$runpod_operator_rm" -f ./${F.jobEnv}; unset runpod_operator_rm`,
     'exec "$@"',
   ].join('\n');
   const supervisor = [
@@ -98,8 +103,8 @@ export function startJobCommand(options: StartJobOptions): string {
   ].join('\n');
   return [
     enterRunDir(runDir, START_TAG),
-    `if [ -e ${F.jobCancelled} ]; then echo '${START_TAG} cancelled'; exit 0; fi`,
-    `if ! (set -C; : >${F.jobStarted}) 2>/dev/null; then echo '${START_TAG} already-started'; exit 0; fi`,
+    `if [ -e ${F.jobCancelled} ]; then rm -f ${F.jobEnv}; echo '${START_TAG} cancelled'; exit 0; fi`,
+    `if ! (set -C; : >${F.jobStarted}) 2>/dev/null; then rm -f ${F.jobEnv}; echo '${START_TAG} already-started'; exit 0; fi`,
     't=$(date +%s)',
     `printf '%s\\n' "$t" >${F.jobStarted}`,
     `setsid ${shell} -c ${shellQuote(supervisor)} runpod-operator-supervisor ${shellJoin(command)} </dev/null >>${F.jobLog} 2>&1 &`,

@@ -60,6 +60,8 @@ export function podPath(runDir: string, file: PodFile): string {
 /** The create call's env names. RUNPOD_OPERATOR_BOOT_FAILED is internal (bootstrap → watchdog). */
 export const POD_ENV = {
   cluster: 'RUNPOD_OPERATOR_CLUSTER',
+  /** The install's scope ("namespace/<ns>" or "cluster-wide"): with the cluster id, who owns the pod (src/run/ownership.ts). */
+  scope: 'RUNPOD_OPERATOR_SCOPE',
   run: 'RUNPOD_OPERATOR_RUN',
   attempt: 'RUNPOD_OPERATOR_ATTEMPT',
   apiUrl: 'RUNPOD_OPERATOR_API_URL',

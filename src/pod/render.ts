@@ -76,6 +76,8 @@ const positiveSeconds = z.number().int().min(1).max(10 * 365 * 24 * 3600);
 export const podEnvInputSchema = z.strictObject({
   /** The cluster marker (sweeps only ever touch pods carrying this cluster's id). */
   clusterId: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/),
+  /** The install's scope (`namespace/<ns>` or `cluster-wide`): with the cluster id, who owns the pod. */
+  scope: z.string().regex(/^[A-Za-z0-9._:/-]{1,128}$/),
   /** The run's UID. */
   runUid: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/),
   attempt: z.number().int().min(1).max(10000),
@@ -106,6 +108,7 @@ export function renderPodEnv(input: PodEnvInput): Record<string, string> {
   const v = podEnvInputSchema.parse(input);
   const env: Record<string, string> = {
     [POD_ENV.cluster]: v.clusterId,
+    [POD_ENV.scope]: v.scope,
     [POD_ENV.run]: v.runUid,
     [POD_ENV.attempt]: String(v.attempt),
     [POD_ENV.apiUrl]: v.apiUrl,

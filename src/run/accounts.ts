@@ -1,11 +1,15 @@
-// One Runpod client and one pod observer per account (API key), shared by every run that uses it.
-// An account nobody has asked about for a while is closed.
+// One Runpod client per account (API key), shared by every run that uses it, and one pod observer
+// per account in use. An account nobody has asked about for a while stops being observed, but it is
+// never forgotten: the sweeper still lists it for strays (a finished run's account may have them).
 import { createHash } from 'node:crypto';
 import type { Logger } from '../log.ts';
 import { createRunpodClient, type RunpodClient } from '../runpod/index.ts';
 import { PodObserver } from '../runpod/observer.ts';
 
 export interface Account { client: RunpodClient; observer: PodObserver; id: string }
+
+/** An account as the sweeper needs it: no observer. */
+export interface KnownAccount { client: RunpodClient; id: string }
 
 export interface AccountsOptions {
   baseUrl: string;
@@ -18,53 +22,63 @@ export interface AccountsOptions {
 
 export class Accounts {
   #options: AccountsOptions;
-  #accounts = new Map<string, Account>();
-  #sweeper: NodeJS.Timeout;
+  #known = new Map<string, KnownAccount>();
+  #observed = new Map<string, PodObserver>();
+  #idleTimer: NodeJS.Timeout;
 
   constructor(options: AccountsOptions) {
     this.#options = options;
     const idleMs = options.idleMs ?? 15 * 60_000;
-    this.#sweeper = setInterval(() => this.#closeIdle(idleMs), Math.min(idleMs, 60_000));
-    this.#sweeper.unref();
+    this.#idleTimer = setInterval(() => this.#stopIdle(idleMs), Math.min(idleMs, 60_000));
+    this.#idleTimer.unref();
   }
 
-  /** The account of this key; its id (a hash) is safe to log, the key never is. */
+  /** The account of this key, observed; its id (a hash) is safe to log, the key never is. */
   get(apiKey: string): Account {
-    const id = createHash('sha256').update(apiKey).digest('hex').slice(0, 12);
-    let account = this.#accounts.get(id);
-    if (!account) {
-      const logger = this.#options.logger.child({ account: id });
-      const client = createRunpodClient({ apiKey, baseUrl: this.#options.baseUrl, logger });
-      const observer = new PodObserver({
-        client, clusterId: this.#options.clusterId, pollIntervalMs: this.#options.pollIntervalMs, logger,
-        onChange: this.#options.onPodsChanged,
+    const known = this.remember(apiKey);
+    let observer = this.#observed.get(known.id);
+    if (!observer) {
+      observer = new PodObserver({
+        client: known.client, clusterId: this.#options.clusterId, pollIntervalMs: this.#options.pollIntervalMs,
+        logger: this.#options.logger.child({ account: known.id }), onChange: this.#options.onPodsChanged,
       });
       observer.start();
-      account = { client, observer, id };
-      this.#accounts.set(id, account);
+      this.#observed.set(known.id, observer);
     }
-    account.observer.lastUsed = Date.now();
-    return account;
+    observer.lastUsed = Date.now();
+    return { ...known, observer };
   }
 
-  all(): Account[] {
-    return [...this.#accounts.values()];
+  /** The account of this key, without observing it (the sweeper lists it itself). */
+  remember(apiKey: string): KnownAccount {
+    const id = createHash('sha256').update(apiKey).digest('hex').slice(0, 12);
+    let known = this.#known.get(id);
+    if (!known) {
+      known = { id, client: createRunpodClient({ apiKey, baseUrl: this.#options.baseUrl, logger: this.#options.logger.child({ account: id }) }) };
+      this.#known.set(id, known);
+    }
+    return known;
+  }
+
+  /** Every account any run referenced since this process started, observed or not. */
+  known(): KnownAccount[] {
+    return [...this.#known.values()];
   }
 
   async close(): Promise<void> {
-    clearInterval(this.#sweeper);
-    for (const [id, account] of this.#accounts) await this.#close(id, account);
+    clearInterval(this.#idleTimer);
+    for (const observer of this.#observed.values()) observer.stop();
+    this.#observed.clear();
+    for (const { client } of this.#known.values()) await client.close();
+    this.#known.clear();
   }
 
-  #closeIdle(idleMs: number): void {
-    for (const [id, account] of this.#accounts) {
-      if (Date.now() - account.observer.lastUsed > idleMs) void this.#close(id, account);
+  #stopIdle(idleMs: number): void {
+    for (const [id, observer] of this.#observed) {
+      if (Date.now() - observer.lastUsed > idleMs) {
+        observer.stop();
+        this.#observed.delete(id);
+      }
     }
-  }
-
-  async #close(id: string, account: Account): Promise<void> {
-    this.#accounts.delete(id);
-    account.observer.stop();
-    await account.client.close();
   }
 }

@@ -77,6 +77,10 @@ function decideStep(ctx: Context): Step {
     phase(ctx, 'Pending', 'CredentialsMissing', obs.jobInputs.message);
     return { action: { type: 'none' }, requeue: 'backoff' };
   }
+  if (obs.sshSecretConflict) {
+    phase(ctx, status.phase ?? 'Pending', 'SshSecretConflict', obs.sshSecretConflict);
+    return { action: { type: 'none' }, requeue: 'backoff' };
+  }
   if (!obs.sshKeysReady) return step({ type: 'ensureSshKeys' });
   if (!obs.pods) {
     if (obs.credentials.rejected) return fail(ctx, 'CredentialsRejected', 'Runpod rejected the API key (401) when listing pods');
@@ -592,12 +596,17 @@ export function applyProbeOutcome(obs: Observation, status: RunpodRunStatus, out
 
 export type RetrievalOutcome =
   | { kind: 'verified'; files: number; bytes: number; location: string; verifiedAt: Date }
-  | { kind: 'unverified'; message: string };
+  | { kind: 'unverified'; message: string }
+  | { kind: 'tooLarge'; message: string };
 
 export function applyRetrievalOutcome(obs: Observation, status: RunpodRunStatus, outcome: RetrievalOutcome): void {
   const ctx: Context = { obs, status, events: [] };
   if (outcome.kind === 'unverified') {
     phase(ctx, 'Retrieving', 'ResultsUnverified', `results not verified: ${outcome.message}; retrying, the pod stays`);
+    return;
+  }
+  if (outcome.kind === 'tooLarge') {
+    fail(ctx, 'ResultsTooLarge', `${outcome.message}; nothing was retrieved and the pod is deleted`);
     return;
   }
   // Stamped when verified: a large retrieval ends long after the reconcile began.

@@ -1,7 +1,7 @@
 // The job's steps on a ready pod, each over the reconcile's one SSH connection: read the pod's
 // state, set keepPod, start the job, cancel it, retrieve and verify its results.
 import { join, posix } from 'node:path';
-import type { RunpodRunSpec } from '../api/spec.ts';
+import { DEFAULT_RESULTS_MAX_BYTES, byteSizeValue, type RunpodRunSpec } from '../api/spec.ts';
 import {
   DEFAULT_RUN_DIR, cancelJobCommand, jobEnvFile, markRetrievedCommand, parseAck, parseCancelOutput, parsePodState,
   parseStartOutput, podPath, podStateCommand, setKeepCommand, startJobCommand, writeJobEnvCommand, RETRIEVED_TAG, KEEP_TAG, ENV_TAG,
@@ -51,11 +51,16 @@ export async function retrieveResults(ssh: SshConnection, spec: RunpodRunSpec, l
   // A job that wrote no results has an empty, verifiable result.
   await execChecked(ssh, `mkdir -p -- ${shellQuote(remoteDir)}`, 'preparing the results directory', commandTimeout);
   const manifest = await computeManifest(ssh, remoteDir, { timeoutMs: 600_000 });
+  const maxBytes = spec.results.maxBytes ?? DEFAULT_RESULTS_MAX_BYTES;
+  const total = manifest.files.reduce((sum, file) => sum + file.size, 0);
+  if (total > byteSizeValue(maxBytes)) {
+    return { kind: 'tooLarge', message: `the results are ${total} bytes in ${manifest.files.length} files, more than spec.results.maxBytes (${maxBytes} = ${byteSizeValue(maxBytes)} bytes)` };
+  }
   const staging = await stagingDirectory(location);
   try {
     const retrieved = await retrieveDirectory(ssh, remoteDir, resultsSubdirectory(staging), manifest);
     if (!retrieved.ok) {
-      const problems = [['missing', retrieved.missing], ['different', retrieved.different], ['extra', retrieved.extra]] as const;
+      const problems = [['missing', retrieved.missing], ['different', retrieved.different], ['extra', retrieved.extra], ['refused symlinks', retrieved.refused]] as const;
       const message = problems.filter(([, files]) => files.length > 0)
         .map(([what, files]) => `${files.length} ${what} (${files.slice(0, 3).join(', ')})`).join(', ');
       await discardStaging(staging);

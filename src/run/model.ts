@@ -40,6 +40,8 @@ export interface Observation {
    */
   credentials: { found: true; rejected?: boolean; insufficient?: string } | { found: false; message: string };
   sshKeysReady: boolean;
+  /** Set when `<run>-ssh` exists but is not owned by this run (a user's own Secret): never overwritten or adopted. */
+  sshSecretConflict?: string;
   /** The account's pod list, filtered to this run's marker; undefined until the first list arrived. */
   pods?: { listedAt: Date; items: PodView[] };
   /** For gpu.auto: the candidates from one catalog read; undefined until read. */

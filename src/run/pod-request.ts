@@ -14,6 +14,7 @@ export interface PodRequestInput {
   attemptNumber: number;
   gpuType: string;
   clusterId: string;
+  scope: string;
   runpodApiUrl: string;
   watchdogPeriodMs: number;
   now: Date;
@@ -35,6 +36,7 @@ export function buildCreatePodRequest(input: PodRequestInput): CreatePodRequest 
     args: renderPodArgs(),
     env: renderPodEnv({
       clusterId: input.clusterId,
+      scope: input.scope,
       runUid: input.run.metadata.uid,
       attempt: input.attemptNumber,
       apiUrl: input.runpodApiUrl,

@@ -26,6 +26,8 @@ export interface RunReconcilerOptions {
   kubeConfig: KubeConfig;
   accounts: Accounts;
   clusterId: string;
+  /** The install's scope marker (ownership.ts). */
+  scope: string;
   runpodApiUrl: string;
   resultsDir: string;
   watchdogPeriodMs: number;
@@ -86,7 +88,7 @@ export class RunReconciler {
     registerSecret(apiKey);
     const account = apiKey ? this.#options.accounts.get(apiKey) : undefined;
     const snapshot = account?.observer.snapshot;
-    const sshKeys = await this.runs.readSshSecret(run);
+    const { keys: sshKeys, foreign: sshSecretConflict } = await this.runs.readSshSecret(run);
     if (sshKeys) protectSshKeys(sshKeys);
     const status: RunpodRunStatus = structuredClone(run.status ?? {});
     // The job's inputs matter until the job has started: before renting, and for the start itself.
@@ -110,6 +112,7 @@ export class RunReconciler {
         ? { found: true, rejected: account?.observer.rejected, insufficient: listForbidden(account?.observer.forbidden, namespace, spec) }
         : { found: false, message: `Secret ${namespace}/${spec.credentials.secretName} has no non-empty key "${spec.credentials.key}"` },
       sshKeysReady: sshKeys !== undefined,
+      ...(sshSecretConflict ? { sshSecretConflict } : {}),
       pods: snapshot && { listedAt: snapshot.listedAt, items: (snapshot.byRun.get(uid) ?? []).map(podView) },
       catalog: this.#catalogs.get(uid),
       deletions: Object.fromEntries(this.#deletions),
@@ -129,7 +132,7 @@ export class RunReconciler {
         if (!spec || !sshKeys) throw new Error('cannot create a pod without a valid spec and SSH keys');
         return buildCreatePodRequest({
           run, spec, sshKeys, attemptName, attemptNumber, gpuType, now,
-          clusterId: this.#options.clusterId, runpodApiUrl: this.#options.runpodApiUrl, watchdogPeriodMs: this.#options.watchdogPeriodMs,
+          clusterId: this.#options.clusterId, scope: this.#options.scope, runpodApiUrl: this.#options.runpodApiUrl, watchdogPeriodMs: this.#options.watchdogPeriodMs,
         });
       },
     };

@@ -12,6 +12,13 @@ const sshKeys = { clientPrivateKey: 'client-key', clientPublicKey: 'client-key.p
 
 const sshSecretName = (run: string): string => `${run}-ssh`;
 
+const ownedBy = (secret: V1Secret, run: RunpodRun): boolean =>
+  secret.metadata?.ownerReferences?.some((ref) => ref.uid === run.metadata.uid) ?? false;
+
+const foreignSshSecretMessage = (run: RunpodRun): string =>
+  `Secret ${run.metadata.namespace}/${sshSecretName(run.metadata.name)} exists and is not owned by this run (no ownerReference to uid ${run.metadata.uid}); `
+  + 'it is left untouched: delete or rename it (or rename the run), and the run goes on';
+
 export class RunApi {
   #objects: CustomObjectsApi;
   #core: CoreV1Api;
@@ -31,6 +38,24 @@ export class RunApi {
       if (isNotFound(error)) return undefined;
       throw error;
     }
+  }
+
+  /**
+   * UIDs of every run in the namespace (or all namespaces) as the API server has them now: a list
+   * without resourceVersion is served from etcd, never from a watch cache.
+   */
+  async liveRunUids(namespace: string | undefined): Promise<Set<string>> {
+    const uids = new Set<string>();
+    let _continue: string | undefined;
+    do {
+      const page = (namespace
+        ? await this.#objects.listNamespacedCustomObject({ group, version, plural, namespace, limit: 500, _continue })
+        : await this.#objects.listClusterCustomObject({ group, version, plural, limit: 500, _continue })) as
+        { items?: RunpodRun[]; metadata?: { continue?: string } };
+      for (const run of page.items ?? []) uids.add(run.metadata.uid);
+      _continue = page.metadata?.continue || undefined;
+    } while (_continue);
+    return uids;
   }
 
   /** Writes the status when it differs; a stale resourceVersion is a ConflictError (requeued quietly). */
@@ -62,19 +87,24 @@ export class RunApi {
     }
   }
 
-  async readSshSecret(run: RunpodRun): Promise<SshSecret | undefined> {
+  /**
+   * The run's SSH Secret: its keys when this run owns it (an ownerReference to this run's UID), or
+   * `foreign` when a Secret of that name exists that this run does not own (a user's own, or one
+   * left by an earlier run of the same name): that one is never overwritten or adopted.
+   */
+  async readSshSecret(run: RunpodRun): Promise<{ keys?: SshSecret; foreign?: string }> {
     const secret = await this.#readSecret(run.metadata.namespace, sshSecretName(run.metadata.name));
-    const owned = secret?.metadata?.ownerReferences?.some((ref) => ref.uid === run.metadata.uid);
-    if (!secret?.data || !owned) return undefined;
+    if (!secret) return {};
+    if (!ownedBy(secret, run)) return { foreign: foreignSshSecretMessage(run) };
     const read = (key: string) => Buffer.from(secret.data?.[key] ?? '', 'base64').toString('utf8');
     const keys: SshSecret = {
       clientPrivateKey: read(sshKeys.clientPrivateKey), clientPublicKey: read(sshKeys.clientPublicKey),
       hostPrivateKey: read(sshKeys.hostPrivateKey), hostPublicKey: read(sshKeys.hostPublicKey),
     };
-    return Object.values(keys).every(Boolean) ? keys : undefined;
+    return Object.values(keys).every(Boolean) ? { keys } : {};
   }
 
-  /** Creates the owned Secret; one left by an earlier run of the same name (another UID) is replaced. */
+  /** Creates the owned Secret, or completes one this run owns; a Secret this run does not own is refused. */
   async createSshSecret(run: RunpodRun, keys: SshSecret): Promise<void> {
     const { namespace, name, uid } = run.metadata;
     const body: V1Secret = {
@@ -91,6 +121,10 @@ export class RunApi {
       await this.#core.createNamespacedSecret({ namespace, body });
     } catch (error) {
       if (!isAlreadyExists(error)) throw error;
+      const existing = await this.#readSecret(namespace, sshSecretName(name));
+      if (!existing || !ownedBy(existing, run)) throw new Error(foreignSshSecretMessage(run));
+      // Replace only the version we just read: a concurrent change is a conflict, retried from a fresh read.
+      body.metadata = { ...body.metadata, resourceVersion: existing.metadata?.resourceVersion };
       await this.#core.replaceNamespacedSecret({ namespace, name: sshSecretName(name), body });
     }
   }

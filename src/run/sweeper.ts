@@ -1,73 +1,138 @@
-// The stray sweep: any pod carrying this cluster's marker whose run no longer exists is deleted,
-// and deleted again until a pod list made after the delete no longer shows it. Pods of live runs
-// are their reconcile's business; pods without our cluster marker are never touched.
+// The stray sweep: a pod this install owns (cluster id and scope markers, see ownership.ts) whose
+// run no longer exists is deleted, and deleted again until a pod list made after the delete no
+// longer shows it (then the deletion is confirmed in the log). Pods of existing runs are their
+// reconcile's business; pods this install does not own are never judged.
+//
+// It acts only on fresh evidence: its own pod list per account (not a shared snapshot), a pod older
+// than the grace, and a live read of the runs (not the reflector's cache, which may lag behind a
+// create it has not shown yet). It lists every account any run referenced, finished runs too.
 import type { Logger } from '../log.ts';
-import { isRunpodError } from '../runpod/index.ts';
-import type { Accounts } from './accounts.ts';
+import { isRunpodError, type Pod } from '../runpod/index.ts';
+import type { Accounts, KnownAccount } from './accounts.ts';
+import { ownsPod, type Owner } from './ownership.ts';
+import { POD_ENV } from '../pod/protocol.ts';
+
+export interface StrayPod { podId: string; podName: string; runUid: string; account: string }
 
 export interface SweeperOptions {
   accounts: Accounts;
-  /** UIDs of the runs that exist now (the reflector's store). */
-  liveRunUids: () => Set<string>;
+  owner: Owner;
+  /** UIDs of the runs in the reflector's store: a quick first filter, never the reason to delete. */
+  cachedRunUids: () => Set<string>;
+  /** UIDs of every run in this install's scope as the API server has them now (a live list). */
+  liveRunUids: () => Promise<Set<string>>;
+  /** The API keys the runs in scope reference (finished runs too), so their accounts are swept even after a restart. */
+  referencedApiKeys?: () => Promise<string[]>;
+  /** A stray's delete was confirmed (a newer list no longer shows it). */
+  onConfirmed?: (stray: StrayPod) => void;
   logger: Logger;
   intervalMs: number;
-  /** A pod this young may belong to a run the store has not shown yet. */
-  minAgeMs?: number;
+  /** A pod this young may belong to a run the API server has not shown yet. */
+  graceMs?: number;
 }
+
+interface SentDelete { stray: StrayPod; sentAt: number }
 
 export class Sweeper {
   #options: SweeperOptions;
   #timer: NodeJS.Timeout | undefined;
-  /** Pod id → when we last sent its delete. */
-  #deleted = new Map<string, number>();
+  #sweeping: Promise<string[]> | undefined;
+  /** Pod id → its delete, until a newer list confirms it. */
+  #sent = new Map<string, SentDelete>();
 
   constructor(options: SweeperOptions) {
     this.#options = options;
   }
 
+  /** Sweeps at once (leader start), then every interval. */
   start(): void {
-    this.#timer = setInterval(() => void this.sweep(), this.#options.intervalMs);
+    void this.#sweepLogged();
+    this.#timer = setInterval(() => void this.#sweepLogged(), this.#options.intervalMs);
     this.#timer.unref();
   }
 
-  stop(): void {
+  async stop(): Promise<void> {
     clearInterval(this.#timer);
+    await this.#sweeping?.catch(() => undefined);
   }
 
-  /** One pass over every account's last pod list; returns the ids it deleted. */
-  async sweep(): Promise<string[]> {
-    const live = this.#options.liveRunUids();
-    const minAgeMs = this.#options.minAgeMs ?? 120_000;
+  /** One pass over every known account; returns the ids it sent a delete for. Passes never overlap. */
+  sweep(): Promise<string[]> {
+    this.#sweeping ??= this.#pass().finally(() => { this.#sweeping = undefined; });
+    return this.#sweeping;
+  }
+
+  async #sweepLogged(): Promise<void> {
+    await this.sweep().catch((error: unknown) => this.#options.logger.warn({ err: error }, 'the stray sweep failed; the next one tries again'));
+  }
+
+  async #pass(): Promise<string[]> {
+    const { accounts, logger } = this.#options;
+    for (const apiKey of await this.#options.referencedApiKeys?.() ?? []) accounts.remember(apiKey);
+    let live: Set<string> | undefined;
     const deleted: string[] = [];
-    const listed = new Set<string>();
-    for (const account of this.#options.accounts.all()) {
-      const snapshot = account.observer.snapshot;
-      if (!snapshot) continue;
-      for (const pods of snapshot.byRun.values()) for (const pod of pods) listed.add(pod.id);
-      for (const [runUid, pods] of snapshot.byRun) {
-        if (live.has(runUid)) continue;
-        for (const pod of pods) {
-          const age = snapshot.listedAt.getTime() - Date.parse(pod.createdAt ?? '');
-          const sentAt = this.#deleted.get(pod.id);
-          // Resend only when a list made after the last delete still shows the pod.
-          if (age < minAgeMs || (sentAt !== undefined && sentAt > snapshot.listedAt.getTime())) continue;
-          try {
-            await account.client.deletePod(pod.id);
-          } catch (error) {
-            if (!isRunpodError(error, 'not-found')) {
-              this.#options.logger.warn({ err: error, podId: pod.id }, 'deleting a stray pod failed; the next sweep tries again');
-              continue;
-            }
+    for (const account of accounts.known()) {
+      const listed = await this.#listOwned(account);
+      if (!listed) continue;
+      this.#confirm(account, listed);
+      const strays = this.#candidates(account, listed);
+      if (strays.length === 0) continue;
+      live ??= await this.#options.liveRunUids();
+      for (const stray of strays) {
+        if (live.has(stray.runUid)) continue;
+        try {
+          await account.client.deletePod(stray.podId);
+        } catch (error) {
+          if (!isRunpodError(error, 'not-found')) {
+            logger.warn({ err: error, ...stray }, 'deleting a stray pod failed; the next sweep tries again');
+            continue;
           }
-          this.#deleted.set(pod.id, Date.now());
-          this.#options.logger.warn({ podId: pod.id, podName: pod.name, runUid, account: account.id }, 'deleted a stray pod whose run no longer exists');
-          deleted.push(pod.id);
         }
+        this.#sent.set(stray.podId, { stray, sentAt: Date.now() });
+        logger.warn(stray, 'deleted a stray pod whose run no longer exists; waiting for a newer list to confirm');
+        deleted.push(stray.podId);
       }
-      account.observer.refreshSoon();
     }
-    // A pod no list shows any more needs no memory of its delete.
-    for (const podId of this.#deleted.keys()) if (!listed.has(podId)) this.#deleted.delete(podId);
     return deleted;
+  }
+
+  async #listOwned(account: KnownAccount): Promise<{ at: number; pods: Pod[] } | undefined> {
+    const at = Date.now();
+    try {
+      const pods = await account.client.listPods();
+      return { at, pods: pods.filter((pod) => ownsPod(this.#options.owner, pod.env)) };
+    } catch (error) {
+      this.#options.logger.warn({ err: error, account: account.id }, 'listing pods for the stray sweep failed');
+      return undefined;
+    }
+  }
+
+  /** A list begun after the delete that no longer shows the pod confirms it. */
+  #confirm(account: KnownAccount, listed: { at: number; pods: Pod[] }): void {
+    const ids = new Set(listed.pods.map((pod) => pod.id));
+    for (const [podId, sent] of this.#sent) {
+      if (sent.stray.account !== account.id || ids.has(podId) || sent.sentAt > listed.at) continue;
+      this.#sent.delete(podId);
+      this.#options.logger.warn(sent.stray, 'stray pod deletion confirmed: no longer listed');
+      this.#options.onConfirmed?.(sent.stray);
+    }
+  }
+
+  #candidates(account: KnownAccount, listed: { at: number; pods: Pod[] }): StrayPod[] {
+    const cached = this.#options.cachedRunUids();
+    const graceMs = this.#options.graceMs ?? 120_000;
+    const strays: StrayPod[] = [];
+    for (const pod of listed.pods) {
+      const runUid = pod.env[POD_ENV.run];
+      if (!runUid || cached.has(runUid)) continue;
+      const created = Date.parse(pod.createdAt ?? '');
+      // No creation time, no judgement: the age is what proves the run had time to show up.
+      if (!Number.isFinite(created) || listed.at - created < graceMs) continue;
+      const sent = this.#sent.get(pod.id);
+      // Resend only when a list begun after the last delete still shows the pod.
+      if (sent && sent.sentAt > listed.at) continue;
+      strays.push({ podId: pod.id, podName: pod.name, runUid, account: account.id });
+    }
+    return strays;
   }
 }

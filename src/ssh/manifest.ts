@@ -2,11 +2,16 @@
 // else about it. The manifest comes from a pod we do not control, so every path in it is checked
 // before it can name a local file: relative, no "." or ".." components, no duplicates.
 //
-// Wire format (the command's stdout): one record per regular file, NUL-terminated, so any file
-// name (spaces, newlines, leading dashes) survives:
+// Wire format (the command's stdout): one record per regular file or symlink, NUL-terminated, so
+// any file name (spaces, newlines, leading dashes) survives:
 //     <sha256: 64 lowercase hex> SP <size: decimal bytes> SP <path relative to the dir> NUL
-// An empty directory yields empty output. Only regular files are listed: symlinks, devices and
-// sockets are neither followed nor retrieved, and directories are implied by the file paths.
+//     link SP <target, base64> SP <path relative to the dir> NUL
+// An empty directory yields empty output. A symlink is a file of the result set: it is recorded
+// (never followed) and stored as a link when its target stays inside the result set, else refused
+// by name (retrieve.ts). Devices, sockets and FIFOs are not listed here, but the re-listing after
+// the download names them (as extra), so nothing under the directory goes unreported.
+// Directories are implied by the paths.
+import { posix } from 'node:path';
 import { z } from 'zod';
 import type { SshConnection } from './connect.ts';
 import { RemoteCommandError, execChecked } from './exec.ts';
@@ -20,8 +25,17 @@ export interface ManifestFile {
   sha256: string;
 }
 
+export interface ManifestLink {
+  /** Relative, '/'-separated, validated by safeManifestPath. */
+  path: string;
+  /** What the link says, byte for byte (as UTF-8); never followed. */
+  target: string;
+}
+
 export interface Manifest {
   files: ManifestFile[];
+  /** Symlinks of the result set (absent: none). */
+  links?: ManifestLink[];
 }
 
 export class ManifestError extends Error {
@@ -33,8 +47,10 @@ export class ManifestError extends Error {
 
 /** Exit status of manifestCommand when the directory does not exist (or cannot be entered). */
 export const MANIFEST_NO_DIR_EXIT = 3;
-/** Exit status of manifestCommand when the pod lacks sha256sum. */
+/** Exit status of manifestCommand when the pod lacks sha256sum (or readlink, with symlinks to record). */
 export const MANIFEST_NO_TOOL_EXIT = 4;
+/** Exit status of manifestCommand when the directory itself is a symlink (it would be followed). */
+export const MANIFEST_DIR_IS_LINK_EXIT = 5;
 
 /**
  * POSIX sh (dash, bash, busybox): hashes through `sha256sum < file` so the name never reaches
@@ -42,16 +58,22 @@ export const MANIFEST_NO_TOOL_EXIT = 4;
  */
 export function manifestCommand(dir: string): string {
   const perFile = 'for f do h=$(sha256sum < "$f") || exit 1; s=$(wc -c < "$f") || exit 1; printf "%s %s %s\\0" "${h%% *}" $s "${f#./}"; done';
+  // The x keeps a target's trailing newlines from $(...); base64 keeps any byte off the wire format.
+  const perLink = 'for f do t=$(readlink -- "$f" && echo x) || exit 1; t=${t%?}; t=${t%?}; '
+    + 'b=$(printf "%s" "$t" | base64 | tr -d "\\n") || exit 1; printf "link %s %s\\0" "$b" "${f#./}"; done';
   return [
+    `[ -L ${shellQuote(dir)} ] && { echo 'the results directory is a symlink' >&2; exit ${MANIFEST_DIR_IS_LINK_EXIT}; }`,
     `cd -- ${shellQuote(dir)} || exit ${MANIFEST_NO_DIR_EXIT}`,
     `command -v sha256sum >/dev/null 2>&1 || { echo 'sha256sum not found' >&2; exit ${MANIFEST_NO_TOOL_EXIT}; }`,
-    `find . -type f -exec sh -c ${shellQuote(perFile)} sh {} +`,
+    `find . -type f -exec sh -c ${shellQuote(perFile)} sh {} + || exit 1`,
+    `if find . -type l | grep -q .; then command -v readlink >/dev/null 2>&1 || { echo 'readlink not found' >&2; exit ${MANIFEST_NO_TOOL_EXIT}; }; fi`,
+    `find . -type l -exec sh -c ${shellQuote(perLink)} sh {} +`,
   ].join('\n');
 }
 
-/** Lists the regular files under `dir` (relative paths, NUL-terminated), with no hashing. */
+/** Lists every non-directory entry under `dir` (files, symlinks, anything else; relative paths, NUL-terminated). */
 export function listFilesCommand(dir: string): string {
-  return `cd -- ${shellQuote(dir)} || exit ${MANIFEST_NO_DIR_EXIT}\nfind . -type f -print0`;
+  return `cd -- ${shellQuote(dir)} || exit ${MANIFEST_NO_DIR_EXIT}\nfind . ! -type d -print0`;
 }
 
 export interface ComputeManifestOptions {
@@ -70,7 +92,7 @@ export async function computeManifest(conn: SshConnection, dir: string, options:
   return parseManifest(output);
 }
 
-/** Regular files under `dir` on the pod, as validated relative paths. */
+/** Every non-directory entry under `dir` on the pod, as validated relative paths. */
 export async function listRemoteFiles(conn: SshConnection, dir: string, options: ComputeManifestOptions): Promise<string[]> {
   const output = await runListing(conn, listFilesCommand(dir), dir, 'listing the results directory', options);
   return splitRecords(output).map((record, index) => {
@@ -96,7 +118,8 @@ async function runListing(conn: SshConnection, command: string, dir: string, wha
     if (err instanceof RemoteCommandError) {
       const { code } = err.result;
       if (code === MANIFEST_NO_DIR_EXIT) throw new ManifestError(`${what}: directory ${printable(dir)} does not exist on the pod`, { cause: err });
-      if (code === MANIFEST_NO_TOOL_EXIT) throw new ManifestError(`${what}: the pod has no sha256sum`, { cause: err });
+      if (code === MANIFEST_NO_TOOL_EXIT) throw new ManifestError(`${what}: the pod lacks a tool: ${printable(err.result.stderr.toString('utf8').trim())}`, { cause: err });
+      if (code === MANIFEST_DIR_IS_LINK_EXIT) throw new ManifestError(`${what}: ${printable(dir)} is a symlink on the pod, not a directory: refused (it would be followed)`, { cause: err });
     }
     throw err;
   }
@@ -113,32 +136,66 @@ const recordSchema = z.object({
 
 /** Parses and validates manifestCommand's output; throws ManifestError on anything off. */
 export function parseManifest(output: Buffer): Manifest {
-  const files = splitRecords(output).map((record, index) => {
+  const files: ManifestFile[] = [];
+  const links: ManifestLink[] = [];
+  for (const [index, record] of splitRecords(output).entries()) {
     const text = decodePath(record, index);
+    const link = /^link ([A-Za-z0-9+/]*={0,2}) ([\s\S]*)$/.exec(text);
+    if (link) {
+      links.push(parseLink({ target: decodePath(Buffer.from(link[1] ?? '', 'base64'), index), path: link[2] }, index));
+      continue;
+    }
     const match = /^(\S+) (\d+) ([\s\S]*)$/.exec(text);
     if (!match) throw new ManifestError(`manifest record ${index + 1} is malformed: ${printable(text)}`);
-    return parseRecord({ sha256: match[1], size: Number(match[2]), path: match[3] }, index);
-  });
-  return validateManifest({ files });
+    files.push(parseRecord({ sha256: match[1], size: Number(match[2]), path: match[3] }, index));
+  }
+  return validateManifest(links.length > 0 ? { files, links } : { files });
 }
 
 /** Checks a manifest built elsewhere by the same rules parseManifest applies. */
 export function validateManifest(manifest: Manifest): Manifest {
   const files = manifest.files.map((file, index) => parseRecord(file, index));
+  const links = manifest.links?.map((link, index) => parseLink(link, files.length + index));
   const seen = new Set<string>();
-  for (const file of files) {
+  for (const file of [...files, ...links ?? []]) {
     if (seen.has(file.path)) throw new ManifestError(`manifest lists ${printable(file.path)} twice`);
     seen.add(file.path);
   }
-  // "a" and "a/b" cannot both be files; a hostile manifest could still claim so.
-  for (const file of files) {
+  // "a" and "a/b" cannot both be files (nor a link and a file below it); a hostile manifest could still claim so.
+  for (const file of [...files, ...links ?? []]) {
     const parts = file.path.split('/');
     for (let i = 1; i < parts.length; i++) {
       const parent = parts.slice(0, i).join('/');
       if (seen.has(parent)) throw new ManifestError(`manifest lists ${printable(parent)} both as a file and as a directory`);
     }
   }
-  return { files };
+  return links ? { files, links } : { files };
+}
+
+const linkSchema = z.object({
+  path: recordSchema.shape.path,
+  target: z.string().min(1, 'empty link target').refine((target) => !target.includes('\0'), 'NUL in link target'),
+});
+
+function parseLink(record: unknown, index: number): ManifestLink {
+  const parsed = linkSchema.safeParse(record);
+  if (!parsed.success) {
+    const path = (record as { path?: unknown } | null)?.path;
+    const where = typeof path === 'string' ? ` (${printable(path)})` : '';
+    throw new ManifestError(`manifest record ${index + 1}${where}: ${parsed.error.issues.map((issue) => issue.message).join('; ')}`);
+  }
+  return parsed.data;
+}
+
+/**
+ * Why a link may not be stored as it is, or undefined when it may: its target must be relative and
+ * stay inside the result set, so the stored copy never points at the controller's own files.
+ */
+export function linkTargetProblem(link: ManifestLink): string | undefined {
+  if (link.target.startsWith('/')) return 'points to an absolute path';
+  const resolved = posix.normalize(posix.join(posix.dirname(link.path), link.target));
+  if (resolved === '..' || resolved.startsWith('../')) return 'points outside the results directory';
+  return undefined;
 }
 
 function parseRecord(record: unknown, index: number): ManifestFile {

@@ -6,14 +6,17 @@
 //   missing:   also a manifest file that no longer exists on the pod
 //   different: also a download whose size or SHA-256 differed from the manifest (such a file is
 //              never left at its local path; the pod changed it after the manifest was made)
-//   extra:     also a regular file now on the pod under remoteDir that the manifest does not list
+//   extra:     also an entry now on the pod under remoteDir that the manifest does not list (a file
+//              written late, a device, socket or FIFO: nothing there goes unreported)
+//   refused:   a symlink whose target leaves the result set: named, never stored or followed
+// A symlink whose target stays inside the result set is stored as the same link (never followed).
 // Transport failures (connection lost, permission denied, local disk errors) throw instead: they
 // say nothing about the results, and the caller retries the retrieval.
-import { mkdir, open } from 'node:fs/promises';
-import { isAbsolute, posix, relative, sep } from 'node:path';
+import { mkdir, open, symlink } from 'node:fs/promises';
+import { dirname, isAbsolute, posix, relative, sep } from 'node:path';
 import type { SshConnection } from './connect.ts';
 import { abortError } from './errors.ts';
-import { listRemoteFiles, validateManifest, type Manifest, type ManifestFile } from './manifest.ts';
+import { linkTargetProblem, listRemoteFiles, validateManifest, type Manifest, type ManifestFile, type ManifestLink } from './manifest.ts';
 import { SftpSession, isNoSuchFile } from './sftp.ts';
 import { ContentMismatchError, downloadFile } from './transfer.ts';
 import { localPathFor, verifyAgainstManifest } from './verify.ts';
@@ -36,7 +39,7 @@ export interface RetrieveProgress {
 
 export type RetrieveResult =
   | { ok: true; files: number; bytes: number }
-  | { ok: false; files: number; bytes: number; missing: string[]; different: string[]; extra: string[] };
+  | { ok: false; files: number; bytes: number; missing: string[]; different: string[]; extra: string[]; refused: string[] };
 
 /**
  * Downloads `manifest`'s files from `remoteDir` into `localDir` (created if needed; use a fresh
@@ -50,8 +53,13 @@ export async function retrieveDirectory(
   manifest: Manifest,
   options: RetrieveOptions = {},
 ): Promise<RetrieveResult> {
-  const { files } = validateManifest(manifest);
+  const { files, links = [] } = validateManifest(manifest);
   const { signal } = options;
+  const refused = links.flatMap((link) => {
+    const problem = linkTargetProblem(link);
+    return problem ? [`${link.path} -> ${link.target}: ${problem}`] : [];
+  });
+  const storedLinks = links.filter((link) => !linkTargetProblem(link));
   await mkdir(localDir, { recursive: true });
 
   const missing = new Set<string>();
@@ -98,27 +106,38 @@ export async function retrieveDirectory(
   } finally {
     sftp.end();
   }
+  for (const link of storedLinks) await storeLink(localDir, link);
 
-  const listed = new Set(files.map((f) => f.path));
+  const listed = new Set([...files, ...links].map((f) => f.path));
   const remoteNow = await listRemoteFiles(conn, remoteDir, {
     timeoutMs: options.listTimeoutMs ?? 600_000,
     ...(signal ? { signal } : {}),
   });
-  const local = await verifyAgainstManifest({ files }, localDir);
+  const local = await verifyAgainstManifest({ files, links: storedLinks }, localDir);
 
   for (const path of local.different) different.add(path);
   // A mismatched download was never renamed into place, so locally it reads as missing.
   for (const path of local.missing) if (!different.has(path)) missing.add(path);
   const extra = new Set([...local.extra, ...remoteNow.filter((path) => !listed.has(path))]);
 
-  const counts = { files: progress.files, bytes: progress.bytes };
-  if (missing.size === 0 && different.size === 0 && extra.size === 0) {
+  const storedOk = storedLinks.filter((link) => !local.missing.includes(link.path) && !local.different.includes(link.path)).length;
+  const counts = { files: progress.files + storedOk, bytes: progress.bytes };
+  if (missing.size === 0 && different.size === 0 && extra.size === 0 && refused.length === 0) {
     // An ok result lets the caller delete the pod: the renames must survive a crash first (each
     // file's data was flushed before its rename; the directory entries are flushed here).
-    await syncDirectories(localDir, files);
+    await syncDirectories(localDir, [...files, ...storedLinks]);
     return { ok: true, ...counts };
   }
-  return { ok: false, ...counts, missing: [...missing].sort(), different: [...different].sort(), extra: [...extra].sort() };
+  return { ok: false, ...counts, missing: [...missing].sort(), different: [...different].sort(), extra: [...extra].sort(), refused: refused.sort() };
+}
+
+/** The same link, locally (its target was checked to stay inside localDir). */
+async function storeLink(localDir: string, link: ManifestLink): Promise<void> {
+  const localPath = localPathFor(localDir, link.path);
+  const rel = relative(localDir, localPath);
+  if (rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel)) throw new Error(`refusing to write outside ${localDir}: ${link.path}`);
+  await mkdir(dirname(localPath), { recursive: true });
+  await symlink(link.target, localPath);
 }
 
 /** Runs `work` over `items` with at most `limit` at a time; the first failure stops new work. */
@@ -142,7 +161,7 @@ async function runLimited<T>(items: readonly T[], limit: number, work: (item: T)
   if (failure) throw failure.reason;
 }
 
-async function syncDirectories(localDir: string, files: readonly ManifestFile[]): Promise<void> {
+async function syncDirectories(localDir: string, files: readonly (ManifestFile | ManifestLink)[]): Promise<void> {
   // Every directory from localDir down to each file: each holds an entry created by this retrieval.
   const dirs = new Set([localDir]);
   for (const file of files) {

@@ -1,13 +1,14 @@
 // Checks a local copy of a results directory against the pod's manifest by reading what is on
 // disk now, independently of how it got there.
 //
-//   missing:   listed in the manifest, but no regular file at that path locally
-//   different: present locally, but its size or SHA-256 differs (or it is not a regular file)
+//   missing:   listed in the manifest, but no regular file (or symlink, for a listed link) at that path locally
+//   different: present locally, but its size or SHA-256 differs (or it is not a regular file); for a
+//              listed link, not a symlink or one with another target
 //   extra:     a non-directory entry under localDir that the manifest does not list
 // Directories carry no information of their own: an empty local directory is not "extra".
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { lstat, readdir } from 'node:fs/promises';
+import { lstat, readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { validateManifest, type Manifest } from './manifest.ts';
 
@@ -19,9 +20,18 @@ export interface VerifyResult {
 }
 
 export async function verifyAgainstManifest(manifest: Manifest, localDir: string): Promise<VerifyResult> {
-  const { files } = validateManifest(manifest);
+  const { files, links = [] } = validateManifest(manifest);
   const missing: string[] = [];
   const different: string[] = [];
+  for (const link of links) {
+    const local = localPathFor(localDir, link.path);
+    const stats = await lstat(local).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return undefined;
+      throw err;
+    });
+    if (!stats) missing.push(link.path);
+    else if (!stats.isSymbolicLink() || (await readlink(local)) !== link.target) different.push(link.path);
+  }
   for (const file of files) {
     const local = localPathFor(localDir, file.path);
     const stats = await lstat(local).catch((err: NodeJS.ErrnoException) => {
@@ -31,7 +41,7 @@ export async function verifyAgainstManifest(manifest: Manifest, localDir: string
     if (!stats) missing.push(file.path);
     else if (!stats.isFile() || stats.size !== file.size || (await sha256File(local)) !== file.sha256) different.push(file.path);
   }
-  const listed = new Set(files.map((file) => file.path));
+  const listed = new Set([...files, ...links].map((file) => file.path));
   const extra = (await listLocalEntries(localDir)).filter((path) => !listed.has(path));
   const sorted = (list: string[]): string[] => list.sort();
   return {

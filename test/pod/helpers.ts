@@ -129,6 +129,7 @@ export interface PodOptions {
 export function podEnvInput(sim: RunningSimulator, keys: Keys, input: Partial<PodEnvInput> = {}): PodEnvInput {
   return {
     clusterId: 'test-cluster',
+    scope: 'cluster-wide',
     runUid: '0b7c5a52-6a0e-4a39-9f0e-3d1f1c2b9a11',
     attempt: 1,
     apiUrl: sim.baseUrl,

@@ -112,6 +112,10 @@ for (const shell of SHELLS) {
       const done = await ended(dir);
       assert.equal(done.job.exitCode, 0);
       assert.equal(readFileSync(join(dir, 'env.out'), 'utf8'), 'image job /nonexistent');
+      assert.equal(existsSync(join(dir, '.pod/job.env')), false, 'the job\'s secrets leave the disk once its shell read them');
+      writeFileSync(join(dir, '.pod/job.env'), jobEnvFile({ SECRET: 'rewritten by a controller that restarted' }));
+      assert.equal(parseStartOutput((await runShell(shell, startJobCommand({ runDir: dir, command, shell }))).stdout).outcome, 'already-started');
+      assert.equal(existsSync(join(dir, '.pod/job.env')), false, 'a second start removes a rewritten env too');
     });
 
     test('a command that does not exist exits 127 with its error in the log', async () => {

@@ -18,6 +18,7 @@ const CLIENT_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBt2n1Zs0aCVm+vZg0nUbdJ6
 function input(overrides: Record<string, unknown> = {}): PodEnvInput {
   return {
     clusterId: '5f0c1a2b-0000-4000-8000-000000000001',
+    scope: 'namespace/ml',
     runUid: '9d3c2b1a-0000-4000-8000-000000000002',
     attempt: 2,
     apiUrl: 'https://api.runpod.io/v2',
@@ -36,6 +37,7 @@ describe('renderPodEnv', () => {
     const env = renderPodEnv(input({ maxCostUsd: '25.00', watchdogPeriodSeconds: 5 }));
     assert.deepEqual(env, {
       RUNPOD_OPERATOR_CLUSTER: '5f0c1a2b-0000-4000-8000-000000000001',
+      RUNPOD_OPERATOR_SCOPE: 'namespace/ml',
       RUNPOD_OPERATOR_RUN: '9d3c2b1a-0000-4000-8000-000000000002',
       RUNPOD_OPERATOR_ATTEMPT: '2',
       RUNPOD_OPERATOR_API_URL: 'https://api.runpod.io/v2',
@@ -78,6 +80,7 @@ describe('renderPodEnv', () => {
       ['watchdogPeriodSeconds', { watchdogPeriodSeconds: 0 }],
       ['attempt', { attempt: 0 }],
       ['clusterId', { clusterId: 'has space' }],
+      ['scope', { scope: '' }],
       ['runUid', { runUid: '' }],
       ['runDir', { runDir: 'relative/dir' }],
       ['runDir', { runDir: '/workspace/../etc' }],

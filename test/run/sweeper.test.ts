@@ -1,45 +1,75 @@
-// The stray sweep against the simulator: a pod with our cluster marker whose run is gone is deleted;
-// a live run's pod and another cluster's pod are never touched. Ends with the leak check.
+// The stray sweep against the simulator: a pod this install owns (cluster id and scope) whose run
+// is gone is deleted and the deletion confirmed; a pod of a run the cache misses but the API server
+// has, a young pod, another cluster's or another scope's pod are never touched. Ends with the leak check.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createLogger } from '../../src/log.ts';
 import { POD_ENV } from '../../src/pod/protocol.ts';
 import { Accounts } from '../../src/run/accounts.ts';
-import { Sweeper } from '../../src/run/sweeper.ts';
+import { installScope } from '../../src/run/ownership.ts';
+import { Sweeper, type StrayPod, type SweeperOptions } from '../../src/run/sweeper.ts';
+import { createRunpodClient } from '../../src/runpod/index.ts';
 import { assertNoLeaks, simPods } from '../runpod-sim/client.ts';
 import { startSimulator } from '../runpod-sim/server.ts';
 
 const apiKey = 'rpa_SWEEPER_TEST_KEY_0123456789';
 
-test('the sweeper deletes only pods of this cluster whose run no longer exists', async () => {
+test('the sweeper deletes only pods this install owns whose run no longer exists, and confirms each', async () => {
   const sim = await startSimulator({ apiKeys: [apiKey] });
   const accounts = new Accounts({ baseUrl: sim.baseUrl, clusterId: 'cluster-a', pollIntervalMs: 1000, logger: createLogger('silent'), onPodsChanged: () => {} });
+  const client = createRunpodClient({ apiKey, baseUrl: sim.baseUrl, logger: createLogger('silent') });
+  const logLines: string[] = [];
+  const logger = createLogger('info', { write: (line: string) => { logLines.push(line); } });
   try {
-    const { client } = accounts.get(apiKey);
-    const create = (name: string, cluster: string, run: string) => client.createPod({
-      name, image: 'img', gpu: { id: 'NVIDIA A40', count: 1 }, args: 'sleep 600',
-      env: { [POD_ENV.cluster]: cluster, [POD_ENV.run]: run },
+    const scope = installScope('team-a');
+    let created = 0;
+    const create = (name: string, cluster: string, podScope: string, run: string) => client.createPod({
+      name, image: 'img', gpu: { id: created++ % 2 ? 'NVIDIA A40' : 'NVIDIA GeForce RTX 4090', count: 1 }, args: 'sleep 600',
+      env: { [POD_ENV.cluster]: cluster, [POD_ENV.scope]: podScope, [POD_ENV.run]: run },
     });
-    const orphan = await create('gone-1', 'cluster-a', 'uid-gone');
-    const live = await create('live-1', 'cluster-a', 'uid-live');
-    const foreign = await create('gone-1', 'cluster-b', 'uid-gone');
-    const observer = accounts.get(apiKey).observer;
-    while (!observer.snapshot?.byRun.has('uid-live')) await sleep(100);
+    const orphan = await create('gone-1', 'cluster-a', scope, 'uid-gone');
+    const live = await create('live-1', 'cluster-a', scope, 'uid-live');
+    const notCachedYet = await create('new-1', 'cluster-a', scope, 'uid-new');
+    const foreignCluster = await create('gone-1', 'cluster-b', scope, 'uid-gone');
+    const otherScope = await create('gone-1', 'cluster-a', installScope('team-b'), 'uid-gone-b');
+    const clusterWide = await create('gone-1', 'cluster-a', installScope(undefined), 'uid-gone-all');
 
-    const sweeper = new Sweeper({ accounts, logger: createLogger('silent'), intervalMs: 60_000, minAgeMs: 0, liveRunUids: () => new Set(['uid-live']) });
+    const confirmed: StrayPod[] = [];
+    let liveReads = 0;
+    const options: SweeperOptions = {
+      accounts, logger, intervalMs: 60_000, graceMs: 0,
+      owner: { clusterId: 'cluster-a', scope },
+      cachedRunUids: () => new Set(['uid-live']),
+      // The API server already has uid-new; the cache has not shown it yet.
+      liveRunUids: () => { liveReads++; return Promise.resolve(new Set(['uid-live', 'uid-new'])); },
+      // The account is known only from a run's credentials (no reconcile has asked for it).
+      referencedApiKeys: () => Promise.resolve([apiKey]),
+      onConfirmed: (stray) => confirmed.push(stray),
+    };
+
+    assert.deepEqual(await new Sweeper({ ...options, graceMs: 3_600_000 }).sweep(), [], 'nothing younger than the grace is judged');
+    assert.equal(liveReads, 0, 'no candidate, no live read');
+
+    const sweeper = new Sweeper(options);
     assert.deepEqual(await sweeper.sweep(), [orphan.id]);
-    assert.deepEqual(await sweeper.sweep(), [], 'not resent before a newer list could show it gone');
+    assert.equal(liveReads, 1, 'the run was read live before the delete');
+    assert.equal(confirmed.length, 0, 'not confirmed before a newer list');
+    assert.deepEqual(await sweeper.sweep(), [], 'gone from the newer list: not resent');
+    assert.deepEqual(confirmed.map((stray) => [stray.podId, stray.runUid]), [[orphan.id, 'uid-gone']]);
+    assert.ok(logLines.some((line) => line.includes(orphan.id) && line.includes('confirmed')), 'the confirmation is in the log');
 
     const pods = await simPods(sim.adminUrl);
     const byId = (id: string) => pods.find((pod) => pod.id === id);
     assert.equal(byId(orphan.id)?.deletedBy, 'account');
     assert.equal(byId(live.id)?.deletedAt, null, 'a live run\'s pod is its reconcile\'s business');
-    assert.equal(byId(foreign.id)?.deletedAt, null, 'another cluster\'s pod is never ours, whatever its name');
-    await client.deletePod(live.id);
-    await client.deletePod(foreign.id);
+    assert.equal(byId(notCachedYet.id)?.deletedAt, null, 'a stale cache never causes a delete');
+    assert.equal(byId(foreignCluster.id)?.deletedAt, null, 'another cluster\'s pod is never ours, whatever its name');
+    assert.equal(byId(otherScope.id)?.deletedAt, null, 'another namespace-scoped install\'s pod is never ours');
+    assert.equal(byId(clusterWide.id)?.deletedAt, null, 'a cluster-wide install\'s pod is not a namespace-scoped install\'s');
   } finally {
+    for (const pod of await simPods(sim.adminUrl)) if (!pod.deletedAt) await client.deletePod(pod.id);
     await accounts.close();
+    await client.close();
     await assertNoLeaks(sim.adminUrl, 5000).finally(() => sim.stop());
   }
 });

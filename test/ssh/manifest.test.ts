@@ -38,11 +38,14 @@ void describe('manifestCommand on real shells', () => {
     void it(`lists every regular file with size and SHA-256 under ${shell}`, () => {
       const dir = fixture(`ok-${shell}`, FILES);
       symlinkSync('/etc/passwd', join(dir, 'link-out'));
+      symlinkSync('sub/deep\nnewline target\n', join(dir, 'odd link'));
       const run = spawnSync(shell, ['-c', manifestCommand(dir)]);
       assert.equal(run.status, 0, run.stderr.toString());
       const manifest = parseManifest(run.stdout);
       const byPath = new Map(manifest.files.map((f) => [f.path, f]));
-      assert.deepEqual([...byPath.keys()].sort(), Object.keys(FILES).sort(), 'symlinks are not listed');
+      assert.deepEqual([...byPath.keys()].sort(), Object.keys(FILES).sort(), 'symlinks are not regular files');
+      const links = [...manifest.links ?? []].sort((a, b) => a.path.localeCompare(b.path));
+      assert.deepEqual(links, [{ path: 'link-out', target: '/etc/passwd' }, { path: 'odd link', target: 'sub/deep\nnewline target\n' }], 'symlinks are recorded, never followed');
       for (const [path, content] of Object.entries(FILES)) {
         assert.deepEqual(byPath.get(path), { path, size: Buffer.byteLength(content), sha256: sha(content) });
       }

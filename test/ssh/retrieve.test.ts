@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
@@ -83,7 +83,7 @@ void describe('retrieveDirectory over a real sshd', () => {
     changed[2] = 'b'.charCodeAt(0);
     await uploadFile(conn, `${remote}/config.json`, changed, 0o644);
     const result = await retrieveDirectory(conn, remote, local, manifest);
-    assert.deepEqual(result, { ok: false, files: 7, bytes: result.bytes, missing: [], different: ['config.json'], extra: [] });
+    assert.deepEqual(result, { ok: false, files: 7, bytes: result.bytes, missing: [], different: ['config.json'], extra: [], refused: [] });
     assert.equal(existsSync(join(local, 'config.json')), false);
   });
 
@@ -120,13 +120,41 @@ void describe('retrieveDirectory over a real sshd', () => {
     assert.deepEqual([result.missing, result.different, result.extra], [[], [], ['checkpoint-1/stale']]);
   });
 
-  void it('neither follows nor retrieves symlinks on the pod', async () => {
-    await remoteSh(conn, `ln -s /etc/passwd ${shellQuote(`${remote}/passwd link`)} && ln -s /etc ${shellQuote(`${remote}/etc-dir`)}`);
+  void it('stores a symlink inside the result set as the same link, never following it', async () => {
+    await remoteSh(conn, `ln -s checkpoint-1 ${shellQuote(`${remote}/latest`)} && ln -s '../config.json' ${shellQuote(`${remote}/checkpoint-1/config link`)}`);
     const manifest = await manifestNow();
-    assert.equal(manifest.files.length, Object.keys(RESULTS).length);
+    const links = [...manifest.links ?? []].sort((a, b) => a.path.localeCompare(b.path));
+    assert.deepEqual(links, [{ path: 'checkpoint-1/config link', target: '../config.json' }, { path: 'latest', target: 'checkpoint-1' }]);
     const result = await retrieveDirectory(conn, remote, local, manifest);
-    assert.equal(result.ok, true);
-    assert.deepEqual(readdirSync(local).sort(), ['..dots are fine', '.hidden', 'checkpoint-1', 'config.json', 'empty', 'model.safetensors', 'with space.txt']);
+    assert.deepEqual(result, { ok: true, files: Object.keys(RESULTS).length + 2, bytes: Object.values(RESULTS).reduce((sum, b) => sum + b.length, 0) });
+    assert.ok(lstatSync(join(local, 'latest')).isSymbolicLink());
+    assert.equal(readlinkSync(join(local, 'latest')), 'checkpoint-1');
+    assert.equal(readlinkSync(join(local, 'checkpoint-1', 'config link')), '../config.json');
+  });
+
+  void it('refuses by name a symlink that leaves the result set, storing and following nothing', async () => {
+    await remoteSh(conn, `ln -s /etc/passwd ${shellQuote(`${remote}/passwd link`)} && ln -s ../../.. ${shellQuote(`${remote}/checkpoint-1/up`)}`);
+    const manifest = await manifestNow();
+    assert.equal(manifest.links?.length, 2, 'every symlink is a file of the result set');
+    const result = await retrieveDirectory(conn, remote, local, manifest);
+    assert.ok(!result.ok, 'never "verified" while a symlink is left out');
+    assert.deepEqual(result.refused, ['checkpoint-1/up -> ../../..: points outside the results directory', 'passwd link -> /etc/passwd: points to an absolute path']);
+    assert.deepEqual([result.missing, result.different, result.extra], [[], [], []]);
+    assert.equal(existsSync(join(local, 'passwd link')), false);
+    assert.equal(existsSync(join(local, 'checkpoint-1', 'up')), false);
+  });
+
+  void it('names a FIFO in the results (not retrievable) instead of leaving it out', async () => {
+    await remoteSh(conn, `mkfifo ${shellQuote(`${remote}/a pipe`)}`);
+    const result = await retrieveDirectory(conn, remote, local, await manifestNow());
+    assert.ok(!result.ok);
+    assert.deepEqual(result.extra, ['a pipe']);
+  });
+
+  void it('refuses a results directory that is itself a symlink (it would be followed)', async () => {
+    const linked = `${remoteRoot}/run-${n}/linked-output`;
+    await remoteSh(conn, `ln -s output ${shellQuote(linked)}`);
+    await assert.rejects(computeManifest(conn, linked, { timeoutMs: 60_000 }), (err: unknown) => err instanceof ManifestError && /is a symlink/.test(err.message));
   });
 
   void it('refuses a manifest whose paths leave the results directory, writing nothing', async () => {

@@ -1,0 +1,27 @@
+// Which Runpod pods this install owns. One Runpod account may serve several installs on one
+// cluster (say one per team, each with --namespace), and they share the cluster id: the cluster id
+// alone cannot tell their pods apart. So every pod carries both markers, and an install owns a pod
+// only when both match exactly. The rule is deliberately exact: a cluster-wide install does not own
+// a namespace-scoped install's pods (nor the reverse), and a pod without a scope marker (made before
+// the marker existed, or by hand) is nobody's to sweep. Pods this install does not own are never
+// judged by its sweeper, whatever their name; the watchdog still bounds them.
+import { POD_ENV } from '../pod/protocol.ts';
+
+/** The scope marker of an install that watches every namespace. Not a namespace name (those have no "/"). */
+export const clusterWideScope = 'cluster-wide';
+
+export interface Owner {
+  clusterId: string;
+  /** `namespace/<ns>` for an install started with --namespace, else `cluster-wide`. */
+  scope: string;
+}
+
+/** The scope marker of an install started with this --namespace (or none). */
+export function installScope(namespace: string | undefined): string {
+  return namespace ? `namespace/${namespace}` : clusterWideScope;
+}
+
+/** True when the pod's markers say this install made it. */
+export function ownsPod(owner: Owner, env: Readonly<Record<string, string | undefined>>): boolean {
+  return env[POD_ENV.cluster] === owner.clusterId && env[POD_ENV.scope] === owner.scope;
+}

@@ -1,0 +1,53 @@
+// What a result set may hold, end to end: a symlink is a file of it (stored as a link, or refused by
+// name), and a set larger than results.maxBytes is not retrieved (Failed/ResultsTooLarge, the pod
+// deleted). Every test ends with the leak check.
+import assert from 'node:assert/strict';
+import { lstatSync, readFileSync, readlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { simPods } from '../runpod-sim/client.ts';
+import { runManifest, withWorld } from '../support/operator.ts';
+
+test('results larger than results.maxBytes: Failed/ResultsTooLarge, nothing stored, the pod deleted', () =>
+  withWorld('toolarge', async (world) => {
+    await world.apply(runManifest('toolarge', {
+      job: { command: ['sh', '-c', 'mkdir -p output && head -c 3000 /dev/zero > output/a.bin && head -c 3000 /dev/zero > output/b.bin'] },
+      results: { path: 'output', maxBytes: '4Ki' },
+    }));
+    const run = await world.waitForRun('toolarge', 'Failed', (r) => r.status?.phase === 'Failed', 90_000);
+    assert.equal(run.status?.reason, 'ResultsTooLarge', JSON.stringify(run.status));
+    assert.match(run.status?.message ?? '', /6000 bytes in 2 files.*spec\.results\.maxBytes \(4Ki = 4096 bytes\)/);
+    assert.equal(run.status?.results?.retrievedAt, undefined);
+    const deleted = await world.waitForRun('toolarge', 'pod deleted', (r) => r.status?.pod?.state === 'Deleted', 60_000);
+    assert.equal(deleted.status?.pod?.state, 'Deleted');
+    assert.ok((await simPods(world.sim.adminUrl)).every((pod) => pod.deletedAt), 'the pod is deleted');
+    await world.deleteRun('toolarge');
+  }));
+
+test('a symlink inside the results is stored as the same link and counted; the run succeeds', () =>
+  withWorld('links', async (world) => {
+    await world.apply(runManifest('links', {
+      job: { command: ['sh', '-c', 'mkdir -p output/ckpt-1 && echo w > output/ckpt-1/w.bin && ln -s ckpt-1 output/latest'] },
+      results: { path: 'output' },
+    }));
+    const run = await world.waitForRun('links', 'ended', (r) => r.status?.phase === 'Succeeded' || r.status?.phase === 'Failed', 90_000);
+    assert.equal(run.status?.phase, 'Succeeded', JSON.stringify(run.status));
+    assert.equal(run.status?.results?.files, 2, 'the link is a file of the result set');
+    const results = join(run.status?.results?.location ?? '', 'results');
+    assert.ok(lstatSync(join(results, 'latest')).isSymbolicLink());
+    assert.equal(readlinkSync(join(results, 'latest')), 'ckpt-1');
+    assert.equal(readFileSync(join(results, 'latest', 'w.bin'), 'utf8'), 'w\n');
+    await world.deleteRun('links');
+  }));
+
+test('a symlink leaving the results is refused by name: never "verified", never followed', () =>
+  withWorld('badlink', async (world) => {
+    await world.apply(runManifest('badlink', {
+      job: { command: ['sh', '-c', 'mkdir -p output && echo r > output/r.txt && ln -s ../.pod output/state'] },
+      results: { path: 'output' },
+    }));
+    const run = await world.waitForRun('badlink', 'ResultsUnverified', (r) => r.status?.reason === 'ResultsUnverified', 90_000);
+    assert.match(run.status?.message ?? '', /refused symlinks \(state -> \.\.\/\.pod: points outside the results directory\)/);
+    assert.equal(run.status?.results?.retrievedAt, undefined);
+    await world.deleteRun('badlink');
+  }));

@@ -1,0 +1,126 @@
+// Two installs of the controller on one cluster (same cluster id), each scoped to its own namespace
+// with --namespace, sharing one Runpod account: neither may judge the other's pods. Each sweeps only
+// the strays of its own scope; a cluster-wide install's pod is foreign to both. Ends with the leak check.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { configSchema } from '../../src/config.ts';
+import { createLogger } from '../../src/log.ts';
+import { startController, type RunningController } from '../../src/main.ts';
+import { POD_ENV } from '../../src/pod/protocol.ts';
+import { createRunpodClient } from '../../src/runpod/index.ts';
+import { assertNoLeaks, simPods } from '../runpod-sim/client.ts';
+import { startSimulator } from '../runpod-sim/server.ts';
+import { createTestNamespace, testCluster } from '../support/cluster.ts';
+import { kubectl } from '../support/kubectl.ts';
+import { runManifest, testApiKey } from '../support/operator.ts';
+
+interface Install { namespace: string; controller: RunningController; logLines: string[] }
+
+test('two namespace-scoped installs on one account never sweep each other\'s pods, and each sweeps its own strays', async () => {
+  const { kubeconfigPath } = await testCluster();
+  // Two installs polling one account fast, for a quick test: a budget that a real account would not grant.
+  const sim = await startSimulator({ apiKeys: [testApiKey], config: { rateLimits: { minute: { quota: 600, seconds: 60 }, hour: { quota: 30_000, seconds: 3600 } } } });
+  const resultsDir = mkdtempSync(join(tmpdir(), 'results-shared-'));
+  const namespaces = [await createTestNamespace('team-a'), await createTestNamespace('team-b')];
+  // One cluster id for both, as with the default (the UID of kube-system).
+  const clusterId = `test-shared-${namespaces[0]}`;
+  const installs: Install[] = [];
+  const client = createRunpodClient({ apiKey: testApiKey, baseUrl: sim.baseUrl, logger: createLogger('silent') });
+  try {
+    for (const namespace of namespaces) {
+      await kubectl(['create', 'secret', 'generic', 'runpod', '-n', namespace, `--from-literal=apiKey=${testApiKey}`]);
+      const config = configSchema.parse({
+        kubeconfig: kubeconfigPath, namespace, clusterId, runpodApiUrl: sim.baseUrl, pollInterval: '1s',
+        leaderElect: 'true', leaseNamespace: namespace, logLevel: 'debug', resultsDir, sweepInterval: '1s', strayGrace: '2s',
+      });
+      const logLines: string[] = [];
+      const logger = createLogger('debug', { write: (line: string) => { logLines.push(line); } });
+      installs.push({ namespace, logLines, controller: await startController(config, { logger, onLostLeadership: () => undefined }) });
+    }
+    for (const { namespace } of installs) {
+      const applied = await kubectl(['apply', '-n', namespace, '-f', '-'], JSON.stringify(runManifest('train')));
+      assert.equal(applied.status, 0, applied.stderr);
+    }
+    const runs = await Promise.all(installs.map(({ namespace }) => waitForPodReady(namespace)));
+
+    // Strays of each scope (their runs never existed), and one of a cluster-wide install.
+    const stray = (scope: string | undefined, tag: string) => client.createPod({
+      name: `gone-${tag}-1`, image: 'img', gpu: { id: 'NVIDIA A40', count: 1 }, args: 'sleep 600',
+      env: { [POD_ENV.cluster]: clusterId, [POD_ENV.run]: `uid-gone-${tag}`, ...(scope ? { [POD_ENV.scope]: scope } : {}) },
+    });
+    const strayA = await stray(`namespace/${namespaces[0]}`, 'a');
+    const strayB = await stray(`namespace/${namespaces[1]}`, 'b');
+    const clusterWide = await stray('cluster-wide', 'all');
+    const unscoped = await stray(undefined, 'none');
+
+    // Well past the grace and many sweeps of both installs.
+    const isGone = async (id: string) => (await simPods(sim.adminUrl)).find((pod) => pod.id === id)?.deletedAt != null;
+    for (let i = 0; i < 120 && !((await isGone(strayA.id)) && (await isGone(strayB.id))); i++) await sleep(250);
+    await sleep(8000);
+
+    const pods = await simPods(sim.adminUrl);
+    const byId = (id: string | undefined) => pods.find((pod) => pod.id === id);
+    for (const [i, run] of runs.entries()) {
+      assert.equal(byId(run.podId)?.deletedAt, null, `the pod of ${installs[i]?.namespace}/train was deleted`);
+      const now = await readRun(installs[i]?.namespace ?? '');
+      assert.equal(now.phase, 'Running', `${installs[i]?.namespace}/train: ${JSON.stringify(now)}`);
+    }
+    assert.ok(byId(strayA.id)?.deletedAt, 'team-a\'s stray is swept');
+    assert.ok(byId(strayB.id)?.deletedAt, 'team-b\'s stray is swept');
+    assert.equal(byId(clusterWide.id)?.deletedAt, null, 'a cluster-wide install\'s pod is foreign to a namespace-scoped one');
+    assert.equal(byId(unscoped.id)?.deletedAt, null, 'a pod without a scope marker is nobody\'s to sweep');
+    const sweptBy = (install: Install | undefined, id: string) => install?.logLines.some((line) => line.includes(id) && line.includes('stray')) ?? false;
+    assert.ok(sweptBy(installs[0], strayA.id) && !sweptBy(installs[1], strayA.id), 'team-a\'s stray is swept by team-a\'s install only');
+    assert.ok(sweptBy(installs[1], strayB.id) && !sweptBy(installs[0], strayB.id), 'team-b\'s stray is swept by team-b\'s install only');
+    assert.ok(installs.every((install) => install.logLines.some((line) => line.includes('confirmed'))), 'each deletion is confirmed in the log');
+
+    await client.deletePod(clusterWide.id);
+    await client.deletePod(unscoped.id);
+    // A run let go with skip-cleanup leaves its pod: a real stray, swept by its own install only,
+    // with the deletion confirmed and an Event on the (deleted) run.
+    const [teamA, teamB] = installs;
+    await kubectl(['annotate', 'rpr', 'train', '-n', teamA?.namespace ?? '', 'runpod-operator.dev/skip-cleanup=true']);
+    const letGo = await kubectl(['delete', 'rpr', 'train', '-n', teamA?.namespace ?? '', '--timeout=60s']);
+    assert.equal(letGo.status, 0, letGo.stderr);
+    for (let i = 0; i < 240 && !(await isGone(runs[0]?.podId ?? '')); i++) await sleep(250);
+    assert.ok(await isGone(runs[0]?.podId ?? ''), 'the pod of a run let go is swept');
+    assert.ok(sweptBy(teamA, runs[0]?.podId ?? '') && !sweptBy(teamB, runs[0]?.podId ?? ''));
+    let events = '';
+    for (let i = 0; i < 60 && !events.includes('StrayPodDeleted'); i++) {
+      events = (await kubectl(['get', 'events.events.k8s.io', '-n', teamA?.namespace ?? '', '-o', 'json'])).stdout;
+      await sleep(250);
+    }
+    assert.match(events, /StrayPodDeleted/, 'the confirmed deletion is an Event on the run');
+    assert.equal(await isGone(runs[1]?.podId ?? ''), false, 'team-b\'s running pod is still untouched');
+    const deleted = await kubectl(['delete', 'rpr', 'train', '-n', teamB?.namespace ?? '', '--timeout=60s']);
+    assert.equal(deleted.status, 0, deleted.stderr);
+  } finally {
+    try {
+      await assertNoLeaks(sim.adminUrl, 15_000);
+    } finally {
+      for (const install of installs) await install.controller.stop();
+      await client.close();
+      await sim.stop();
+      rmSync(resultsDir, { recursive: true, force: true });
+    }
+  }
+});
+
+async function readRun(namespace: string): Promise<{ phase?: string; podId?: string }> {
+  const result = await kubectl(['get', 'rpr', 'train', '-n', namespace, '-o', 'json']);
+  const run = JSON.parse(result.stdout) as { status?: { phase?: string; pod?: { id?: string } } };
+  return { phase: run.status?.phase, podId: run.status?.pod?.id };
+}
+
+async function waitForPodReady(namespace: string): Promise<{ podId: string }> {
+  for (let i = 0; i < 360; i++) {
+    const run = await readRun(namespace);
+    if (run.phase === 'Running' && run.podId) return { podId: run.podId };
+    await sleep(250);
+  }
+  assert.fail(`${namespace}/train never reached Running: ${JSON.stringify(await readRun(namespace))}`);
+}
