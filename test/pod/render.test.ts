@@ -132,7 +132,7 @@ describe('renderPodArgs', () => {
     const body = buildCreatePodRequest({
       run, spec: verdict.spec, attemptName: 'finetune-qwen-1', attemptNumber: 1, gpuType: 'NVIDIA GeForce RTX 4090',
       sshKeys: { clientPrivateKey: keys.client.privateKey, clientPublicKey: keys.client.publicKey, hostPrivateKey: keys.host.privateKey, hostPublicKey: keys.host.publicKey },
-      clusterId: '5f0c1a2b-0000-4000-8000-000000000001', runpodApiUrl: 'https://api.runpod.io/v2', watchdogPeriodMs: 10_000, now: new Date(),
+      clusterId: '5f0c1a2b-0000-4000-8000-000000000001', scope: 'cluster-wide', runpodApiUrl: 'https://api.runpod.io/v2', watchdogPeriodMs: 10_000, now: new Date(),
     });
     const bytes = Buffer.byteLength(JSON.stringify(body));
     // Measured when written: 22263 bytes in all (args 620, env 21442: nearly all of it the two
