@@ -1,7 +1,8 @@
 // Leader election on a coordination.k8s.io/v1 Lease with client-go's semantics
 // (tools/leaderelection): candidates retry every RetryPeriod (jittered); the leader renews every
 // RetryPeriod and gives up if no renewal succeeded within RenewDeadline; someone else's lease counts
-// as live for LeaseDuration after WE last saw it change (see leader-record.ts). A graceful stop
+// as live for LeaseDuration after WE last saw it change (see leader-record.ts). A leader that reads
+// another holder in the Lease stops leading at once (it does not wait out its renew deadline). A graceful stop
 // releases the lease (client-go's ReleaseOnCancel) so the next candidate takes over at once.
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from '../log.ts';
@@ -172,7 +173,7 @@ export class LeaderElector {
     const stopped = this.#stop.signal;
     this.#log.info('campaigning for the leader lease');
     while (!stopped.aborted) {
-      if (await this.#tryAcquireOrRenew(this.#renewDeadlineMs)) return true;
+      if ((await this.#tryAcquireOrRenew(this.#renewDeadlineMs)) === true) return true;
       await sleep(this.#clock, this.#retryPeriodMs * (1 + jitterFactor * this.#random()), stopped);
     }
     return false;
@@ -186,7 +187,10 @@ export class LeaderElector {
       while (!renewed) {
         const left = deadline - this.#clock.now();
         if (left <= 0) break;
-        renewed = await this.#tryAcquireOrRenew(left);
+        const attempt = await this.#tryAcquireOrRenew(left);
+        // Someone else holds it now: we stop at once rather than keep trying until the renew deadline.
+        if (attempt === 'taken') return 'lost';
+        renewed = attempt;
         if (!renewed) await sleep(this.#clock, Math.min(this.#retryPeriodMs, Math.max(0, deadline - this.#clock.now())));
       }
       if (!renewed) return 'lost';
@@ -200,7 +204,8 @@ export class LeaderElector {
     }
   }
 
-  async #tryAcquireOrRenew(timeoutMs: number): Promise<boolean> {
+  /** true: we hold the lease now; 'taken': another live holder is recorded; false: not this time. */
+  async #tryAcquireOrRenew(timeoutMs: number): Promise<boolean | 'taken'> {
     const { namespace, name, identity } = this.#opts;
     const options = requestOptions({ timeoutMs });
     const leaseDurationSeconds = Math.ceil(this.#leaseDurationMs / 1000);
@@ -227,7 +232,7 @@ export class LeaderElector {
     const current = recordOf(lease);
     if (!sameRecord(current, this.#observed)) this.#see(current);
     const decision = decide({ identity, current, observedAt: this.#observedAt, now: this.#clock.now(), leaseDurationSeconds, wallNow: microNow() });
-    if (decision.action === 'wait') return false;
+    if (decision.action === 'wait') return 'taken';
     try {
       // PUT with the resourceVersion just read: two candidates racing for an expired lease get one 409.
       this.#lease = await this.#api.replaceNamespacedLease({ namespace, name, body: { ...lease, spec: { ...lease.spec, ...specOf(decision.record) } } }, options);

@@ -2,7 +2,7 @@
 // An account nobody has asked about for a while is closed.
 import { createHash } from 'node:crypto';
 import type { Logger } from '../log.ts';
-import { createRunpodClient, type RunpodClient } from '../runpod/index.ts';
+import { createRunpodClient, type RunpodCallObserver, type RunpodClient } from '../runpod/index.ts';
 import { PodObserver } from '../runpod/observer.ts';
 
 export interface Account { client: RunpodClient; observer: PodObserver; id: string }
@@ -14,6 +14,8 @@ export interface AccountsOptions {
   logger: Logger;
   onPodsChanged: (runUids: string[]) => void;
   idleMs?: number;
+  /** Shared by every account's client (metrics). */
+  runpodObserver?: RunpodCallObserver;
 }
 
 export class Accounts {
@@ -34,7 +36,7 @@ export class Accounts {
     let account = this.#accounts.get(id);
     if (!account) {
       const logger = this.#options.logger.child({ account: id });
-      const client = createRunpodClient({ apiKey, baseUrl: this.#options.baseUrl, logger });
+      const client = createRunpodClient({ apiKey, baseUrl: this.#options.baseUrl, logger, observer: this.#options.runpodObserver });
       const observer = new PodObserver({
         client, clusterId: this.#options.clusterId, pollIntervalMs: this.#options.pollIntervalMs, logger,
         onChange: this.#options.onPodsChanged,

@@ -13,6 +13,8 @@ export interface SweeperOptions {
   intervalMs: number;
   /** A pod this young may belong to a run the store has not shown yet. */
   minAgeMs?: number;
+  /** Told of each stray pod it deleted (metrics). */
+  onDeleted?: () => void;
 }
 
 export class Sweeper {
@@ -20,18 +22,22 @@ export class Sweeper {
   #timer: NodeJS.Timeout | undefined;
   /** Pod id → when we last sent its delete. */
   #deleted = new Map<string, number>();
+  /** stop() aborts a sweep in progress: no delete starts after it. */
+  #stop = new AbortController();
 
   constructor(options: SweeperOptions) {
     this.#options = options;
   }
 
   start(): void {
+    this.#stop = new AbortController();
     this.#timer = setInterval(() => void this.sweep(), this.#options.intervalMs);
     this.#timer.unref();
   }
 
   stop(): void {
     clearInterval(this.#timer);
+    this.#stop.abort(new Error('sweeper stopped'));
   }
 
   /** One pass over every account's last pod list; returns the ids it deleted. */
@@ -40,6 +46,7 @@ export class Sweeper {
     const minAgeMs = this.#options.minAgeMs ?? 120_000;
     const deleted: string[] = [];
     const listed = new Set<string>();
+    const signal = this.#stop.signal;
     for (const account of this.#options.accounts.all()) {
       const snapshot = account.observer.snapshot;
       if (!snapshot) continue;
@@ -51,9 +58,11 @@ export class Sweeper {
           const sentAt = this.#deleted.get(pod.id);
           // Resend only when a list made after the last delete still shows the pod.
           if (age < minAgeMs || (sentAt !== undefined && sentAt > snapshot.listedAt.getTime())) continue;
+          if (signal.aborted) return deleted;
           try {
-            await account.client.deletePod(pod.id);
+            await account.client.deletePod(pod.id, { signal });
           } catch (error) {
+            if (signal.aborted) return deleted;
             if (!isRunpodError(error, 'not-found')) {
               this.#options.logger.warn({ err: error, podId: pod.id }, 'deleting a stray pod failed; the next sweep tries again');
               continue;
@@ -62,6 +71,7 @@ export class Sweeper {
           this.#deleted.set(pod.id, Date.now());
           this.#options.logger.warn({ podId: pod.id, podName: pod.name, runUid, account: account.id }, 'deleted a stray pod whose run no longer exists');
           deleted.push(pod.id);
+          this.#options.onDeleted?.();
         }
       }
       account.observer.refreshSoon();

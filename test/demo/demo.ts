@@ -31,6 +31,7 @@ say(`Runpod simulator at ${sim.baseUrl}`);
 const controller = await startController(configSchema.parse({
   kubeconfig: plane.kubeconfigPath, namespace, runpodApiUrl: sim.baseUrl, resultsDir,
   pollInterval: '2s', leaderElect: 'true', leaseNamespace: namespace, logLevel: 'warn',
+  metricsBindAddress: '0', healthProbeBindAddress: '0',
 }), { logger: createLogger('warn') });
 
 let exitCode = 1;

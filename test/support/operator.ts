@@ -25,6 +25,8 @@ export interface World {
   logLines: string[];
   startController(): Promise<void>;
   stopController(): Promise<void>;
+  /** The running controller's metrics and health URLs (ephemeral loopback ports). */
+  endpoints(): { metricsUrl?: string | undefined; healthUrl?: string | undefined };
   apply(manifest: object | string): Promise<void>;
   run(name: string): Promise<RunpodRun | undefined>;
   waitForRun(name: string, what: string, predicate: (run: RunpodRun) => boolean, timeoutMs?: number): Promise<RunpodRun>;
@@ -57,6 +59,7 @@ export async function startWorld(prefix: string, options: WorldOptions = {}): Pr
         kubeconfig: kubeconfigPath, namespace, clusterId, runpodApiUrl: sim.baseUrl,
         pollInterval: options.pollInterval ?? '2s', deadlineMargin: options.deadlineMargin ?? '5s',
         leaderElect: 'true', leaseNamespace: namespace, logLevel: 'debug', resultsDir,
+        metricsBindAddress: '127.0.0.1:0', healthProbeBindAddress: '127.0.0.1:0',
         ...(options.watchdogPeriod ? { watchdogPeriod: options.watchdogPeriod } : {}),
       });
       const logger = createLogger('debug', { write: (line: string) => { logLines.push(line); } });
@@ -66,6 +69,7 @@ export async function startWorld(prefix: string, options: WorldOptions = {}): Pr
       await controller?.stop();
       controller = undefined;
     },
+    endpoints: () => ({ metricsUrl: controller?.metricsUrl, healthUrl: controller?.healthUrl }),
     async apply(manifest) {
       const text = typeof manifest === 'string' ? manifest : JSON.stringify(manifest);
       const result = await kubectl(['apply', '-n', namespace, '-f', '-'], text);
