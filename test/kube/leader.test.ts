@@ -174,3 +174,18 @@ void test('a leader that reads another holder in the Lease stops at once, not at
   assert.equal(a.elector.isLeader(), false);
   await a.elector.stop();
 });
+
+void test('a candidate watching the Lease takes it as soon as it is released, not at its next retry', async () => {
+  const ns = await createTestNamespace('leader-watch');
+  const slow = { leaseDurationMs: 60_000, renewDeadlineMs: 20_000, retryPeriodMs: 10_000 };
+  const a = await candidate(ns, 'a', { ...slow, retryPeriodMs: 250 });
+  const b = await candidate(ns, 'b', slow);
+  a.elector.start();
+  await eventually('a leads', () => a.elector.isLeader());
+  b.elector.start();
+  await eventually('b has seen a as the holder', () => b.elector.leader() === 'a');
+  await a.elector.stop();
+  // b's next try is 10-22 s away: only the watch can bring it in within this bound.
+  await eventually('b leads', () => b.elector.isLeader(), 6_000);
+  await b.elector.stop();
+});
