@@ -184,7 +184,8 @@ export function createRunpodClient(options: RunpodClientOptions): RunpodClient {
       try {
         permit = await limiter.acquire(spec.priority, { signal: callOptions.signal, maxWaitMs: retry.maxRateLimitWaitMs });
         const waited = clock.now() - waitFrom;
-        if (waited > 0) observer?.rateLimitWait(after429 ? 'retry_after' : 'budget', waited / 1000);
+        // A slot granted at once still takes a tick or two of the event loop: that is no wait.
+        if (waited >= 10) observer?.rateLimitWait(after429 ? 'retry_after' : 'budget', waited / 1000);
         after429 = false;
       } catch (error) {
         if (error instanceof RateLimitWaitTimeout) {
