@@ -43,10 +43,10 @@ Controller.prototype.start = function start(this: Controller): void {
 // Likewise every reconcile passes through RunReconciler.prototype.reconcile: timed here.
 export const reconcileDurations: number[] = [];
 const originalReconcile = Object.getOwnPropertyDescriptor(RunReconciler.prototype, 'reconcile')?.value as RunReconciler['reconcile'];
-RunReconciler.prototype.reconcile = async function reconcile(this: RunReconciler, key: string): ReturnType<RunReconciler['reconcile']> {
+RunReconciler.prototype.reconcile = async function reconcile(this: RunReconciler, ...args: Parameters<RunReconciler['reconcile']>): ReturnType<RunReconciler['reconcile']> {
   const started = performance.now();
   try {
-    return await originalReconcile.call(this, key);
+    return await originalReconcile.apply(this, args);
   } finally {
     reconcileDurations.push(performance.now() - started);
   }
@@ -230,7 +230,7 @@ export async function startBenchWorld(prefix: string, options: BenchWorldOptions
   const config = configSchema.parse({
     kubeconfig: kubeconfigPath, namespace, clusterId: `bench-${namespace}`, runpodApiUrl: sim.baseUrl,
     pollInterval: options.pollInterval, watchdogPeriod: options.watchdogPeriod,
-    leaderElect: 'true', leaseNamespace: namespace, logLevel, resultsDir,
+    leaderElect: 'true', leaseNamespace: namespace, logLevel, resultsDir, metricsBindAddress: '0', healthProbeBindAddress: '0',
   });
   const before = latestController;
   const controller: RunningController = await startController(config, { logger, onLostLeadership: () => problems.push('lost leadership') });

@@ -3,6 +3,7 @@
 // value stops the process at once with the setting named.
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { jitterFactor } from './kube/leader-record.ts';
 
 const durationPattern = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
 const unitMs: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
@@ -13,6 +14,21 @@ const duration = z.string().regex(durationPattern, 'must be a duration such as 5
     const [, amount, unit] = durationPattern.exec(value) as unknown as [string, string, string];
     return Math.round(Number(amount) * (unitMs[unit] ?? 1));
   });
+
+/** `:8080`, `127.0.0.1:8080`, `[::1]:8080`, or "0" (off): controller-runtime's bind-address form. */
+const bindAddress = z.string().transform((value, ctx) => {
+  if (value === '0') return undefined;
+  const match = /^(?:\[([0-9a-fA-F:]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(value);
+  const port = Number(match?.[3]);
+  if (!match || port > 65535) {
+    ctx.addIssue({ code: 'custom', message: 'must be [host]:port (e.g. :8080 or 127.0.0.1:8080), or 0 to disable' });
+    return z.NEVER;
+  }
+  const host = match[1] ?? match[2] ?? '';
+  return { host: host === '' ? undefined : host, port };
+});
+
+export type BindAddress = { host: string | undefined; port: number };
 
 const loopbackHosts = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
 
@@ -31,6 +47,18 @@ export const configSchema = z.object({
   logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal']).default('info'),
   leaderElect: z.stringbool().default(true),
   leaseNamespace: z.string().min(1).optional(),
+  /** controller-runtime's names and defaults (client-go's LeaderElectionConfig). */
+  leaderElectLeaseDuration: duration.pipe(z.number().min(1000, 'must be at least 1s')).default(15_000),
+  leaderElectRenewDeadline: duration.pipe(z.number().min(1, 'must be positive')).default(10_000),
+  leaderElectRetryPeriod: duration.pipe(z.number().min(1, 'must be positive')).default(2_000),
+  leaderElectionId: z.string().regex(/^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/, 'must be a Lease name (lowercase letters, digits, "-", ".")').max(253).default('runpod-operator-leader'),
+  /** `[host]:port`; "0" disables the endpoint. */
+  metricsBindAddress: bindAddress.prefault(':8080'),
+  healthProbeBindAddress: bindAddress.prefault(':8081'),
+  /** /healthz fails while a reconcile has made no progress for this long (a stuck worker). */
+  reconcileStuckAfter: duration.pipe(z.number().min(1000, 'must be at least 1s')).default(15 * 60_000),
+  /** SIGTERM: in-flight steps are aborted, events flushed and the lease released within this, else the process exits anyway. */
+  shutdownTimeout: duration.pipe(z.number().min(1000, 'must be at least 1s').max(300_000, 'must be at most 5m')).default(20_000),
   /** How long past a pod's deadline the controller itself deletes it (the watchdog acts at the deadline). */
   deadlineMargin: duration.default(60_000),
   /** How often the on-pod watchdog checks its limits. */
@@ -39,6 +67,14 @@ export const configSchema = z.object({
   sweepInterval: duration.pipe(z.number().min(1000, 'must be at least 1s')).default(60_000),
   /** A pod younger than this is never swept: its run may not be visible yet. */
   strayGrace: duration.pipe(z.number().min(1000, 'must be at least 1s')).default(120_000),
+}).superRefine((config, ctx) => {
+  // client-go's NewLeaderElector checks, reported against the flag that has to change.
+  if (config.leaderElectRenewDeadline >= config.leaderElectLeaseDuration) {
+    ctx.addIssue({ code: 'custom', path: ['leaderElectRenewDeadline'], message: 'must be shorter than --leader-elect-lease-duration' });
+  }
+  if (config.leaderElectRenewDeadline <= jitterFactor * config.leaderElectRetryPeriod) {
+    ctx.addIssue({ code: 'custom', path: ['leaderElectRetryPeriod'], message: `must be shorter than --leader-elect-renew-deadline / ${jitterFactor}` });
+  }
 });
 
 export type Config = z.output<typeof configSchema>;
@@ -47,15 +83,27 @@ const flags = {
   kubeconfig: 'kubeconfig', namespace: 'namespace', 'cluster-id': 'clusterId', 'runpod-api-url': 'runpodApiUrl',
   'results-dir': 'resultsDir', 'max-concurrent-reconciles': 'maxConcurrentReconciles', 'poll-interval': 'pollInterval',
   'log-level': 'logLevel', 'leader-elect': 'leaderElect', 'lease-namespace': 'leaseNamespace', 'deadline-margin': 'deadlineMargin',
-  'watchdog-period': 'watchdogPeriod', 'sweep-interval': 'sweepInterval', 'stray-grace': 'strayGrace',
+  'watchdog-period': 'watchdogPeriod', 'leader-elect-lease-duration': 'leaderElectLeaseDuration',
+  'leader-elect-renew-deadline': 'leaderElectRenewDeadline', 'leader-elect-retry-period': 'leaderElectRetryPeriod',
+  'leader-election-id': 'leaderElectionId', 'metrics-bind-address': 'metricsBindAddress',
+  'health-probe-bind-address': 'healthProbeBindAddress', 'reconcile-stuck-after': 'reconcileStuckAfter', 'shutdown-timeout': 'shutdownTimeout',
+  'sweep-interval': 'sweepInterval', 'stray-grace': 'strayGrace',
 } as const satisfies Record<string, keyof Config>;
 
 const envName = (flag: string): string => `RUNPOD_OPERATOR_${flag.toUpperCase().replaceAll('-', '_')}`;
 
+/** A bare `--leader-elect` (as in kubebuilder's manifests) means `--leader-elect=true`. */
+function bareBooleans(argv: string[]): string[] {
+  return argv.map((arg, i) => {
+    const next = argv[i + 1];
+    return arg === '--leader-elect' && (next === undefined || next.startsWith('-')) ? '--leader-elect=true' : arg;
+  });
+}
+
 /** Reads flags and environment; throws an Error that names every bad setting. */
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): Config {
   const { values } = parseArgs({
-    args: argv,
+    args: bareBooleans(argv),
     options: Object.fromEntries(Object.keys(flags).map((flag) => [flag, { type: 'string' as const }])),
     strict: true,
   });

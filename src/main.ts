@@ -1,5 +1,6 @@
 // Entry point: config → wiring → run. Only the leader (a Lease) runs the queue, the pod observers
-// and the sweeper; a lost lease ends the process so that a fresh start re-observes everything.
+// and the sweeper; a lost lease aborts every in-flight reconcile at once and ends the process so that
+// a fresh start re-observes everything. SIGTERM stops the same way, then releases the lease.
 import { hostname } from 'node:os';
 import { isDeepStrictEqual } from 'node:util';
 import { CoreV1Api, KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
@@ -10,13 +11,24 @@ import { EventRecorder } from './kube/events.ts';
 import { keyOf } from './kube/keys.ts';
 import { LeaderElector } from './kube/leader.ts';
 import { Reflector, resourcePath } from './kube/reflector.ts';
+import { healthRoutes, type HealthSources } from './health/probes.ts';
+import { startEndpoint, type Endpoint } from './http/endpoint.ts';
 import { createLogger, registerSecret, type Logger } from './log.ts';
+import { OperatorMetrics } from './metrics/metrics.ts';
+import { removeAbandonedStaging } from './results/store.ts';
 import { Accounts } from './run/accounts.ts';
 import { installScope, type Owner } from './run/ownership.ts';
 import { RunReconciler } from './run/reconciler.ts';
 import { Sweeper } from './run/sweeper.ts';
 
-export interface RunningController { stop(): Promise<void> }
+export interface RunningController {
+  /** Graceful: stop taking work, abort in-flight steps, flush events, release the lease, close the endpoints. */
+  stop(): Promise<void>;
+  isLeader(): boolean;
+  /** `http://host:port` of the endpoints, when enabled. */
+  metricsUrl?: string | undefined;
+  healthUrl?: string | undefined;
+}
 
 function loadKubeConfig(config: Config): KubeConfig {
   const kubeConfig = new KubeConfig();
@@ -71,6 +83,16 @@ function rememberDeleted(deletedRuns: Map<string, RunpodRun>, run: RunpodRun): v
   for (const uid of deletedRuns.keys()) if (deletedRuns.size > 1000) deletedRuns.delete(uid);
 }
 
+const urlOf = (endpoint: Endpoint | undefined): string | undefined => {
+  if (!endpoint) return undefined;
+  const { host, port } = endpoint.address;
+  const shown = host === '::' || host === '0.0.0.0' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  return `http://${shown}:${port}`;
+};
+
+const aborted = (signal: AbortSignal): Promise<void> =>
+  new Promise((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+
 /** Starts the controller; resolves once it runs (as leader, or waiting to become one). */
 export async function startController(config: Config, options: StartOptions = {}): Promise<RunningController> {
   const logger = options.logger ?? createLogger(config.logLevel);
@@ -79,21 +101,24 @@ export async function startController(config: Config, options: StartOptions = {}
   if (!clusterId) throw new Error('cannot determine the cluster id: set --cluster-id');
   const identity = `${hostname()}-${process.pid}`;
   const owner: Owner = { clusterId, scope: installScope(config.namespace) };
-  logger.info({ clusterId, scope: owner.scope, namespace: config.namespace ?? '(all)', runpodApiUrl: config.runpodApiUrl }, 'starting runpod-operator');
+  logger.info({ clusterId, scope: owner.scope, namespace: config.namespace ?? '(all)', runpodApiUrl: config.runpodApiUrl, identity }, 'starting runpod-operator');
 
+  const metrics = new OperatorMetrics();
   let controller: Controller | undefined;
   let reflector: Reflector<RunpodRun & KubernetesObject> | undefined;
+  // Set once leader election starts (after the endpoints); the probes and metrics read it before that.
+  const election: { elector?: LeaderElector } = {};
   const runUids = new Map<string, string>();
   /** Runs deleted while we watched, so a stray pod they left can be an event on them. */
   const deletedRuns = new Map<string, RunpodRun>();
   const accounts = new Accounts({
-    baseUrl: config.runpodApiUrl, clusterId, pollIntervalMs: config.pollInterval, logger,
+    baseUrl: config.runpodApiUrl, clusterId, pollIntervalMs: config.pollInterval, logger, runpodObserver: metrics.runpod,
     onPodsChanged: (uids) => uids.forEach((uid) => { const key = runUids.get(uid); if (key) controller?.enqueue(key); }),
   });
   const events = new EventRecorder({ kubeConfig, logger, reportingInstance: identity });
   const reconciler = new RunReconciler({
     kubeConfig, accounts, clusterId, scope: owner.scope, runpodApiUrl: options.podApiUrl ?? config.runpodApiUrl, resultsDir: config.resultsDir, watchdogPeriodMs: config.watchdogPeriod, logger,
-    events,
+    events, metrics,
     settings: { ambiguousLookupMs: 2 * config.pollInterval, deadlineMarginMs: config.deadlineMargin, goneLooks: 3, pollIntervalMs: config.pollInterval },
   });
   const sweeper = new Sweeper({
@@ -106,12 +131,51 @@ export async function startController(config: Config, options: StartOptions = {}
       if (run) events.record(run, { type: 'Warning', reason: 'StrayPodDeleted', note: `pod ${stray.podName} (${stray.podId}) outlived this run; the sweeper deleted it (confirmed)` });
       deletedRuns.delete(stray.runUid);
     },
+    onDeleted: () => metrics.strayPodDeleted(),
   });
+  const isLeader = (): boolean => (config.leaderElect ? election.elector?.isLeader() ?? false : controller !== undefined);
 
-  const lead = (signal: AbortSignal) => {
+  metrics.setSources({
+    isLeader,
+    controllers: () => (controller ? [controller] : []),
+    runs: () => (reflector?.list() ?? []).map((run) => ({ namespace: run.metadata.namespace, status: run.status })),
+    pods: () => accounts.observers().flatMap((observer) => [...(observer.snapshot?.byRun.values() ?? [])].flat()).map((pod) => ({ status: pod.status })),
+  });
+  const health: HealthSources = {
+    inFlight: () => controller?.inFlight() ?? [],
+    stuckAfterMs: config.reconcileStuckAfter,
+    ready: () => {
+      if (isLeader()) return reflector?.hasSynced() ? { ok: true, role: 'leader' } : { ok: false, role: 'leader', detail: 'caches not synced yet' };
+      if (config.leaderElect && election.elector?.leader() !== undefined) return { ok: true, role: 'standby' };
+      return { ok: false, role: 'starting', detail: 'the leader lease has not been read yet' };
+    },
+  };
+
+  const metricsEndpoint = config.metricsBindAddress && await startEndpoint('metrics', config.metricsBindAddress, {
+    '/metrics': async () => {
+      const { contentType, body } = await metrics.expose();
+      return { status: 200, body, contentType };
+    },
+  }, logger);
+  const healthEndpoint = config.healthProbeBindAddress
+    && await startEndpoint('health probes', config.healthProbeBindAddress, healthRoutes(health), logger).catch(async (error: unknown) => {
+      await metricsEndpoint?.close();
+      throw error;
+    });
+
+  /** Everything the leader runs; returns once `signal` aborted and the work has wound down. */
+  const lead = async (signal: AbortSignal): Promise<void> => {
+    // Before any worker could start a retrieval: what a killed leader left half-written goes.
+    const removed = await removeAbandonedStaging(config.resultsDir).catch((error: unknown) => {
+      logger.warn({ err: error }, 'could not clean up abandoned partial results');
+      return [];
+    });
+    if (removed.length > 0) logger.info({ removed }, 'removed partial results an interrupted retrieval left behind');
+    if (signal.aborted) return;
     controller = new Controller({
       name: 'runpodrun', log: logger, maxConcurrentReconciles: config.maxConcurrentReconciles,
-      reconcile: (key) => reconciler.reconcile(key),
+      observer: metrics.controllerObserver('runpodrun'), queueObserver: metrics.queueObserver('runpodrun'),
+      reconcile: (key, ctx) => reconciler.reconcile(key, { signal: ctx.signal, progress: ctx.progress, log: ctx.log }),
     });
     const enqueue = (run: RunpodRun & KubernetesObject) => controller?.enqueue(keyOf(run));
     reflector = new Reflector<RunpodRun & KubernetesObject>({
@@ -127,32 +191,63 @@ export async function startController(config: Config, options: StartOptions = {}
     controller.start();
     // The sweeper must not judge pods before the store knows every live run.
     void reflector.waitForSync(signal).then(() => sweeper.start(), () => undefined);
+    await aborted(signal);
+    await stopWork();
   };
 
-  const stopWork = async () => {
+  /** Stops acting at once: no new key, in-flight reconciles aborted (their intent is already in status). */
+  const stopWork = async (): Promise<void> => {
     await sweeper.stop();
-    await reflector?.stop();
-    await controller?.stop();
+    await Promise.all([reflector?.stop(), controller?.stop({ abort: true })]);
     await accounts.close();
+    await events.flush();
   };
+  const closeEndpoints = async (): Promise<void> => {
+    await Promise.all([metricsEndpoint?.close(), healthEndpoint?.close()]);
+  };
+  const endpoints = { metricsUrl: urlOf(metricsEndpoint), healthUrl: urlOf(healthEndpoint) };
 
   if (!config.leaderElect) {
-    lead(new AbortController().signal);
-    return { stop: stopWork };
+    const stop = new AbortController();
+    const work = lead(stop.signal);
+    return {
+      ...endpoints, isLeader,
+      stop: async () => {
+        stop.abort();
+        await work;
+        await events.close();
+        await closeEndpoints();
+      },
+    };
   }
+  let work: Promise<void> = Promise.resolve();
   const elector = new LeaderElector({
     kubeConfig, logger, identity,
     namespace: config.leaseNamespace ?? config.namespace ?? 'default',
-    name: 'runpod-operator-leader',
-    onStartedLeading: lead,
+    name: config.leaderElectionId,
+    leaseDurationMs: config.leaderElectLeaseDuration,
+    renewDeadlineMs: config.leaderElectRenewDeadline,
+    retryPeriodMs: config.leaderElectRetryPeriod,
+    onStartedLeading: (signal) => (work = lead(signal)),
     onStoppedLeading: () => {
+      // The signal has aborted every reconcile already; the process must not go on as if it led.
       logger.error('lost the leader lease; stopping');
-      void stopWork();
-      (options.onLostLeadership ?? (() => process.exit(1)))();
+      const onLost = options.onLostLeadership ?? (() => process.exit(1));
+      const bound = new Promise<void>((resolve) => setTimeout(resolve, config.shutdownTimeout).unref());
+      void Promise.race([work, bound]).then(closeEndpoints).finally(onLost);
     },
   });
+  election.elector = elector;
   elector.start();
-  return { stop: async () => { await stopWork(); await elector.stop(); } };
+  return {
+    ...endpoints, isLeader,
+    stop: async () => {
+      await elector.stop();
+      await work;
+      await events.close();
+      await closeEndpoints();
+    },
+  };
 }
 
 if (import.meta.main) {
@@ -167,8 +262,19 @@ if (import.meta.main) {
   const running = await startController(config, { logger });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
-      logger.info({ signal }, 'stopping');
-      void running.stop().then(() => process.exit(0));
+      logger.info({ signal, timeoutMs: config.shutdownTimeout }, 'stopping');
+      // Within the pod's termination grace, whatever hangs: kubelet's SIGKILL would skip the release.
+      setTimeout(() => {
+        logger.error('graceful shutdown did not finish in time; exiting anyway');
+        process.exit(1);
+      }, config.shutdownTimeout).unref();
+      void running.stop().then(() => {
+        logger.info('stopped');
+        process.exit(0);
+      }, (error: unknown) => {
+        logger.error({ err: error }, 'graceful shutdown failed');
+        process.exit(1);
+      });
     });
   }
 }

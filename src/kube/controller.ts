@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../log.ts';
 import { describeError, isConflict, TerminalError } from './errors.ts';
+import type { ControllerObserver, QueueObserver, ReconcileResultLabel } from './instrumentation.ts';
 import { WorkQueue } from './queue.ts';
 import { splitKey } from './keys.ts';
 
@@ -20,6 +21,8 @@ export interface ReconcileContext {
   log: Logger;
   /** Aborted when the controller is stopped with `{ abort: true }` (e.g. leadership lost). */
   signal: AbortSignal;
+  /** A long step (a transfer) calls this as it moves: a reconcile is stuck only when it has not for a while. */
+  progress: () => void;
 }
 
 export type Reconciler = (key: string, ctx: ReconcileContext) => Promise<ReconcileResult | undefined | void>;
@@ -30,6 +33,24 @@ export interface ControllerOptions {
   log: Logger;
   maxConcurrentReconciles?: number;
   queue?: WorkQueue;
+  /** Told of every reconcile's result and duration (metrics). */
+  observer?: ControllerObserver;
+  /** Given to the queue the controller creates (ignored with `queue`). */
+  queueObserver?: QueueObserver;
+}
+
+/** A reconcile in flight, as the health check sees it. */
+export interface InFlightReconcile {
+  key: string;
+  runningMs: number;
+  /** Since it started, or since it last reported progress. */
+  idleMs: number;
+}
+
+interface Running {
+  key: string;
+  startedAt: number;
+  progressAt: number;
 }
 
 export type ReconcileOutcome = 'success' | 'requeue_after' | 'error' | 'conflict' | 'terminal_error';
@@ -52,6 +73,8 @@ export class Controller {
   #started = false;
   #stopping = false;
   #active = 0;
+  readonly #observer: ControllerObserver | undefined;
+  readonly #inFlight = new Map<string, Running>();
   readonly #counts: Record<ReconcileOutcome, number> = { success: 0, requeue_after: 0, error: 0, conflict: 0, terminal_error: 0 };
 
   constructor(opts: ControllerOptions) {
@@ -61,7 +84,19 @@ export class Controller {
     this.#reconcile = opts.reconcile;
     this.#log = opts.log.child({ controller: opts.name });
     this.#workers = workers;
-    this.queue = opts.queue ?? new WorkQueue();
+    this.queue = opts.queue ?? new WorkQueue(opts.queueObserver ? { observer: opts.queueObserver } : {});
+    this.#observer = opts.observer;
+  }
+
+  get maxConcurrentReconciles(): number {
+    return this.#workers;
+  }
+
+  /** The reconciles running now, oldest first. */
+  inFlight(now = performance.now()): InFlightReconcile[] {
+    return [...this.#inFlight.values()]
+      .map((r) => ({ key: r.key, runningMs: now - r.startedAt, idleMs: now - r.progressAt }))
+      .sort((a, b) => b.runningMs - a.runningMs);
   }
 
   /** Queues `key` for reconciliation (de-duplicated). */
@@ -121,10 +156,15 @@ export class Controller {
     const [namespace, name] = splitKey(key);
     const log = this.#log.child(namespace ? { namespace, name, reconcileId } : { key, reconcileId });
     const started = performance.now();
+    const running: Running = { key, startedAt: started, progressAt: started };
+    this.#inFlight.set(reconcileId, running);
+    const progress = (): void => { running.progressAt = performance.now(); };
     let outcome: ReconcileOutcome;
+    let requeueAfter: number | undefined;
     try {
-      const result = await this.#reconcile(key, { reconcileId, log, signal: this.#abort.signal });
+      const result = await this.#reconcile(key, { reconcileId, log, signal: this.#abort.signal, progress });
       const after = result?.requeueAfterMs;
+      requeueAfter = after;
       this.queue.forget(key);
       // 0 means "again at once": the step just taken decides what comes next.
       if (after !== undefined && after >= 0) {
@@ -148,7 +188,20 @@ export class Controller {
         log.error({ err: describeError(err), requeues: this.queue.numRequeues(key) }, 'reconcile failed; retrying with backoff');
       }
     }
+    this.#inFlight.delete(reconcileId);
     this.#counts[outcome] += 1;
-    log.debug({ outcome, ms: Math.round(performance.now() - started) }, 'reconciled');
+    const ms = performance.now() - started;
+    this.#observer?.reconciled(resultLabel(outcome, requeueAfter), ms / 1000,
+      outcome === 'terminal_error' ? 'terminal' : outcome === 'error' || outcome === 'conflict' ? 'retried' : undefined);
+    log.debug({ outcome, ms: Math.round(ms) }, 'reconciled');
+  }
+}
+
+/** controller-runtime's labels: a conflict and a terminal error are errors; requeue-after 0 is a requeue. */
+function resultLabel(outcome: ReconcileOutcome, requeueAfterMs: number | undefined): ReconcileResultLabel {
+  switch (outcome) {
+    case 'success': return 'success';
+    case 'requeue_after': return requeueAfterMs === 0 ? 'requeue' : 'requeue_after';
+    default: return 'error';
   }
 }

@@ -1,13 +1,16 @@
 // Leader election on a coordination.k8s.io/v1 Lease with client-go's semantics
 // (tools/leaderelection): candidates retry every RetryPeriod (jittered); the leader renews every
 // RetryPeriod and gives up if no renewal succeeded within RenewDeadline; someone else's lease counts
-// as live for LeaseDuration after WE last saw it change (see leader-record.ts). A graceful stop
-// releases the lease (client-go's ReleaseOnCancel) so the next candidate takes over at once.
-import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
+// as live for LeaseDuration after WE last saw it change (see leader-record.ts). A leader that reads
+// another holder in the Lease stops leading at once (it does not wait out its renew deadline). A graceful stop
+// releases the lease (client-go's ReleaseOnCancel) so the next candidate takes over at once: a
+// candidate watches the Lease and tries as soon as it shows no holder.
+import { CoordinationV1Api, V1MicroTime, type KubeConfig, type KubernetesObject, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from '../log.ts';
 import { realClock, sleep, type Clock } from './clock.ts';
 import { describeError, isNotFound } from './errors.ts';
 import { decide, jitterFactor, released, sameRecord, validateTimings, type LeaderRecord } from './leader-record.ts';
+import { Reflector } from './reflector.ts';
 import { requestOptions } from './request-options.ts';
 
 export interface LeaderElectorOptions {
@@ -33,6 +36,12 @@ export interface LeaderElectorOptions {
   onNewLeader?: (identity: string) => void;
   clock?: Clock;
   random?: () => number;
+  /**
+   * Watch the Lease while campaigning and try at once when its holder releases it (default true), so a
+   * graceful hand-over takes a round trip instead of up to RetryPeriod x 2.2. Needs list+watch on leases;
+   * polling every RetryPeriod still decides everything (the watch only wakes it).
+   */
+  watchRelease?: boolean;
 }
 
 type Outcome = 'lost' | 'stopped';
@@ -171,11 +180,35 @@ export class LeaderElector {
   async #acquire(): Promise<boolean> {
     const stopped = this.#stop.signal;
     this.#log.info('campaigning for the leader lease');
-    while (!stopped.aborted) {
-      if (await this.#tryAcquireOrRenew(this.#renewDeadlineMs)) return true;
-      await sleep(this.#clock, this.#retryPeriodMs * (1 + jitterFactor * this.#random()), stopped);
+    let wake = new AbortController();
+    const watcher = (this.#opts.watchRelease ?? true) ? this.#watchForRelease(() => wake.abort()) : undefined;
+    try {
+      while (!stopped.aborted) {
+        if ((await this.#tryAcquireOrRenew(this.#renewDeadlineMs)) === true) return true;
+        if (!wake.signal.aborted) {
+          await sleep(this.#clock, this.#retryPeriodMs * (1 + jitterFactor * this.#random()), AbortSignal.any([stopped, wake.signal]));
+        }
+        wake = new AbortController();
+      }
+      return false;
+    } finally {
+      await watcher?.stop();
     }
-    return false;
+  }
+
+  /** A watch on our one Lease that calls `released` whenever it shows no holder. */
+  #watchForRelease(released: () => void): Reflector<V1Lease & KubernetesObject> {
+    const { namespace, name } = this.#opts;
+    const onLease = (lease: V1Lease): void => {
+      if (!lease.spec?.holderIdentity) released();
+    };
+    const reflector = new Reflector<V1Lease & KubernetesObject>({
+      kubeConfig: this.#opts.kubeConfig, log: this.#log.child({ component: 'lease-watch' }),
+      path: `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`, fieldSelector: `metadata.name=${name}`,
+      handlers: { onAdd: onLease, onUpdate: (_old, lease) => onLease(lease) },
+    });
+    reflector.start();
+    return reflector;
   }
 
   /** Renews every RetryPeriod; each renewal may retry until RenewDeadline. Ends when lost, or once stopped and the work is done. */
@@ -186,7 +219,10 @@ export class LeaderElector {
       while (!renewed) {
         const left = deadline - this.#clock.now();
         if (left <= 0) break;
-        renewed = await this.#tryAcquireOrRenew(left);
+        const attempt = await this.#tryAcquireOrRenew(left);
+        // Someone else holds it now: we stop at once rather than keep trying until the renew deadline.
+        if (attempt === 'taken') return 'lost';
+        renewed = attempt;
         if (!renewed) await sleep(this.#clock, Math.min(this.#retryPeriodMs, Math.max(0, deadline - this.#clock.now())));
       }
       if (!renewed) return 'lost';
@@ -200,7 +236,8 @@ export class LeaderElector {
     }
   }
 
-  async #tryAcquireOrRenew(timeoutMs: number): Promise<boolean> {
+  /** true: we hold the lease now; 'taken': another live holder is recorded; false: not this time. */
+  async #tryAcquireOrRenew(timeoutMs: number): Promise<boolean | 'taken'> {
     const { namespace, name, identity } = this.#opts;
     const options = requestOptions({ timeoutMs });
     const leaseDurationSeconds = Math.ceil(this.#leaseDurationMs / 1000);
@@ -227,7 +264,7 @@ export class LeaderElector {
     const current = recordOf(lease);
     if (!sameRecord(current, this.#observed)) this.#see(current);
     const decision = decide({ identity, current, observedAt: this.#observedAt, now: this.#clock.now(), leaseDurationSeconds, wallNow: microNow() });
-    if (decision.action === 'wait') return false;
+    if (decision.action === 'wait') return 'taken';
     try {
       // PUT with the resourceVersion just read: two candidates racing for an expired lease get one 409.
       this.#lease = await this.#api.replaceNamespacedLease({ namespace, name, body: { ...lease, spec: { ...lease.spec, ...specOf(decision.record) } } }, options);

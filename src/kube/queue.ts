@@ -2,6 +2,7 @@
 // one reconcile; a key is never handed to two workers at once; a key added while it is being
 // processed is not lost but handed out again once the worker is done with it.
 import { realClock, type Clock, type TimerHandle } from './clock.ts';
+import type { QueueObserver } from './instrumentation.ts';
 import { PerKeyExponentialBackoff, TokenBucket } from './rate-limit.ts';
 
 export interface WorkQueueOptions {
@@ -12,6 +13,8 @@ export interface WorkQueueOptions {
   /** Global token bucket shared by every `addRateLimited` call. */
   ratePerSecond?: number;
   burst?: number;
+  /** Told of adds, hand-outs, finished keys and retries (metrics). */
+  observer?: QueueObserver;
 }
 
 interface Delayed {
@@ -31,6 +34,10 @@ export class WorkQueue {
   readonly #processing = new Set<string>();
   #waiters: ((key: string | undefined) => void)[] = [];
   #shuttingDown = false;
+  readonly #observer: QueueObserver | undefined;
+  // For the observer: when each dirty key was added, and when each key being processed was handed out.
+  readonly #addedAt = new Map<string, number>();
+  readonly #startedAt = new Map<string, number>();
 
   // Delayed adds: the authoritative ready time per key, and a min-heap that may hold stale entries.
   readonly #readyAt = new Map<string, number>();
@@ -42,12 +49,17 @@ export class WorkQueue {
     this.#clock = opts.clock ?? realClock;
     this.#backoff = new PerKeyExponentialBackoff({ baseDelayMs: opts.baseDelayMs ?? 1000, maxDelayMs: opts.maxDelayMs ?? 300_000 });
     this.#bucket = new TokenBucket({ ratePerSecond: opts.ratePerSecond ?? 10, burst: opts.burst ?? 100, clock: this.#clock });
+    this.#observer = opts.observer;
   }
 
   /** Marks `key` as needing work. No-op if it is already waiting, or once shut down. */
   add(key: string): void {
     if (this.#shuttingDown || this.#dirty.has(key)) return;
     this.#dirty.add(key);
+    if (this.#observer) {
+      this.#observer.added();
+      if (!this.#addedAt.has(key)) this.#addedAt.set(key, this.#clock.now());
+    }
     if (this.#processing.has(key)) return; // re-queued by done()
     this.#fifo.push(key);
     this.#handOut();
@@ -63,6 +75,11 @@ export class WorkQueue {
   /** Releases `key` from its worker; if it was added meanwhile, it is queued again. */
   done(key: string): void {
     this.#processing.delete(key);
+    const started = this.#startedAt.get(key);
+    if (started !== undefined) {
+      this.#startedAt.delete(key);
+      this.#observer?.finished((this.#clock.now() - started) / 1000);
+    }
     if (this.#dirty.has(key)) {
       this.#fifo.push(key);
       this.#handOut();
@@ -83,6 +100,7 @@ export class WorkQueue {
 
   /** Adds `key` after its own exponential backoff or the global rate limit, whichever is longer. */
   addRateLimited(key: string): void {
+    if (!this.#shuttingDown) this.#observer?.retried();
     this.addAfter(key, Math.max(this.#backoff.when(key), this.#bucket.reserve()));
   }
 
@@ -108,6 +126,7 @@ export class WorkQueue {
   processingLen(): number {
     return this.#processing.size;
   }
+
 
   isShuttingDown(): boolean {
     return this.#shuttingDown;
@@ -138,6 +157,12 @@ export class WorkQueue {
     }
     this.#dirty.delete(key);
     this.#processing.add(key);
+    if (this.#observer) {
+      const now = this.#clock.now();
+      this.#observer.handedOut((now - (this.#addedAt.get(key) ?? now)) / 1000);
+      this.#addedAt.delete(key);
+      this.#startedAt.set(key, now);
+    }
     return key;
   }
 

@@ -2,7 +2,7 @@
 // a temporary directory beside it and the directory is renamed into place only once every file is
 // verified, so a reader never sees a partial result.
 import { randomBytes } from 'node:crypto';
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 
 export function resultLocation(resultsDir: string, namespace: string, name: string, uid: string): string {
@@ -11,7 +11,7 @@ export function resultLocation(resultsDir: string, namespace: string, name: stri
 
 /** A fresh empty directory beside the final location, for one retrieval try. */
 export async function stagingDirectory(location: string): Promise<string> {
-  const staging = `${location}.partial-${randomBytes(4).toString('hex')}`;
+  const staging = `${location}${stagingSuffix}${randomBytes(4).toString('hex')}`;
   await mkdir(staging, { recursive: true });
   return staging;
 }
@@ -20,6 +20,37 @@ export async function stagingDirectory(location: string): Promise<string> {
 export async function commitResults(staging: string, location: string): Promise<void> {
   await rm(location, { recursive: true, force: true });
   await rename(staging, location);
+}
+
+const stagingSuffix = '.partial-';
+const stagingName = /\.partial-[0-9a-f]{8}$/;
+
+/**
+ * Removes the staging directories an interrupted retrieval left behind (a crash, SIGKILL): each sits
+ * at `<results-dir>/<namespace>/<name>/<uid>.partial-<hex>`. Call it only while no retrieval of this
+ * store runs (the new leader, before its workers start). Returns what it removed.
+ */
+export async function removeAbandonedStaging(resultsDir: string): Promise<string[]> {
+  const removed: string[] = [];
+  const entries = async (dir: string): Promise<string[]> => {
+    try {
+      return (await readdir(dir, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+  };
+  for (const namespace of await entries(resolve(resultsDir))) {
+    for (const name of await entries(resolve(resultsDir, namespace))) {
+      for (const entry of await entries(resolve(resultsDir, namespace, name))) {
+        if (!stagingName.test(entry)) continue;
+        const path = resolve(resultsDir, namespace, name, entry);
+        await rm(path, { recursive: true, force: true });
+        removed.push(path);
+      }
+    }
+  }
+  return removed;
 }
 
 export async function discardStaging(staging: string): Promise<void> {

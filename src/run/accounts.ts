@@ -3,7 +3,7 @@
 // never forgotten: the sweeper still lists it for strays (a finished run's account may have them).
 import { createHash } from 'node:crypto';
 import type { Logger } from '../log.ts';
-import { createRunpodClient, type RunpodClient } from '../runpod/index.ts';
+import { createRunpodClient, type RunpodCallObserver, type RunpodClient } from '../runpod/index.ts';
 import { PodObserver } from '../runpod/observer.ts';
 
 export interface Account { client: RunpodClient; observer: PodObserver; id: string }
@@ -18,6 +18,8 @@ export interface AccountsOptions {
   logger: Logger;
   onPodsChanged: (runUids: string[]) => void;
   idleMs?: number;
+  /** Shared by every account's client (metrics). */
+  runpodObserver?: RunpodCallObserver;
 }
 
 export class Accounts {
@@ -54,10 +56,15 @@ export class Accounts {
     const id = createHash('sha256').update(apiKey).digest('hex').slice(0, 12);
     let known = this.#known.get(id);
     if (!known) {
-      known = { id, client: createRunpodClient({ apiKey, baseUrl: this.#options.baseUrl, logger: this.#options.logger.child({ account: id }) }) };
+      known = { id, client: createRunpodClient({ apiKey, baseUrl: this.#options.baseUrl, logger: this.#options.logger.child({ account: id }), observer: this.#options.runpodObserver }) };
       this.#known.set(id, known);
     }
     return known;
+  }
+
+  /** The pod observers of the accounts in use now. */
+  observers(): PodObserver[] {
+    return [...this.#observed.values()];
   }
 
   /** Every account any run referenced since this process started, observed or not. */

@@ -28,6 +28,17 @@ export interface ActContext {
   memory: { deletions: Map<string, Deletion>; catalogs: Map<string, GpuCandidate[]>; retrievalFailures: Map<string, number>; spend: Map<string, SpendFacts> };
   buildCreateRequest: (attemptName: string, attemptNumber: number, gpuType: string) => Parameters<RunpodClient['createPod']>[0];
   refreshPods: () => void;
+  /** Aborted when this replica must stop acting (shutdown, lost leadership): no new Runpod call starts. */
+  signal?: AbortSignal | undefined;
+  /** A long step reports that it moves (see ReconcileContext.progress). */
+  progress?: (() => void) | undefined;
+  metrics?: ReconcilerMetrics | undefined;
+}
+
+/** What the reconciler reports (src/metrics implements it). */
+export interface ReconcilerMetrics {
+  sshConnection(outcome: 'ok' | 'host_key_mismatch' | 'failed'): void;
+  resultsRetrieved(files: number, bytes: number): void;
 }
 
 /** Returns the status to write after the step, when the step learned something the status must record. */
@@ -80,8 +91,13 @@ export async function act(action: Action, ctx: ActContext): Promise<RunpodRunSta
 
 async function retrieve(ctx: ActContext): Promise<RunpodRunStatus> {
   const uid = ctx.run.metadata.uid;
-  const outcome = await retrieveResults(requireSsh(ctx), requireAccount(ctx).spec, ctx.resultLocation);
-  if (outcome.kind === 'verified') ctx.memory.retrievalFailures.delete(uid);
+  const outcome = await retrieveResults(requireSsh(ctx), requireAccount(ctx).spec, ctx.resultLocation, {
+    ...(ctx.signal ? { signal: ctx.signal } : {}), ...(ctx.progress ? { onProgress: ctx.progress } : {}),
+  });
+  if (outcome.kind === 'verified') {
+    ctx.memory.retrievalFailures.delete(uid);
+    ctx.metrics?.resultsRetrieved(outcome.files, outcome.bytes);
+  }
   else ctx.memory.retrievalFailures.set(uid, (ctx.memory.retrievalFailures.get(uid) ?? 0) + 1);
   const status = structuredClone(ctx.run.status ?? {});
   applyRetrievalOutcome(ctx.obs, status, outcome);
@@ -96,7 +112,7 @@ function requireSsh(ctx: ActContext): SshConnection {
 async function readCatalog(ctx: ActContext): Promise<void> {
   const { spec, client } = requireAccount(ctx);
   const auto = spec.gpu.auto ?? {};
-  const offers = await client.listGpuTypes({ cloud: spec.cloud, gpuCount: spec.gpu.count });
+  const offers = await client.listGpuTypes({ cloud: spec.cloud, gpuCount: spec.gpu.count, signal: ctx.signal });
   const ranked = rankGpuTypes(offers, {
     cloud: spec.cloud, gpuCount: spec.gpu.count, minVramGb: auto.minVramGb,
     maxPricePerHour: auto.maxPricePerHour === undefined ? undefined : Number(auto.maxPricePerHour),
@@ -110,7 +126,7 @@ async function createPod(ctx: ActContext, attemptName: string, attemptNumber: nu
   const status = structuredClone(ctx.run.status ?? {});
   let outcome: CreateOutcome;
   try {
-    const pod = await client.createPod(ctx.buildCreateRequest(attemptName, attemptNumber, gpuType));
+    const pod = await client.createPod(ctx.buildCreateRequest(attemptName, attemptNumber, gpuType), { signal: ctx.signal });
     outcome = { kind: 'created', pod: podView(pod) };
   } catch (error) {
     outcome = createFailure(error);
@@ -176,10 +192,14 @@ async function probeSsh(ctx: ActContext, host: string, port: number): Promise<Ru
   try {
     const connection = await connectPinned({
       host, port, username: 'root', privateKey: keys.clientPrivateKey, hostPublicKey: keys.hostPublicKey, readyTimeoutMs: 15_000,
+      ...(ctx.signal ? { signal: ctx.signal } : {}),
     });
     connection.close();
+    ctx.metrics?.sshConnection('ok');
     outcome = { kind: 'ready' };
   } catch (error) {
+    ctx.signal?.throwIfAborted();
+    ctx.metrics?.sshConnection(error instanceof HostKeyMismatchError ? 'host_key_mismatch' : 'failed');
     if (error instanceof HostKeyMismatchError) outcome = { kind: 'untrusted', message: error.message };
     else if (isNotReadyYet(error)) outcome = { kind: 'notYet', message: String(error) };
     else outcome = { kind: 'notYet', message: error instanceof Error ? error.message : String(error) };
@@ -194,7 +214,7 @@ async function deletePod(ctx: ActContext, podId: string): Promise<void> {
   const { client } = requireClient(ctx);
   const deletion = ctx.memory.deletions.get(podId) ?? { notFoundLooks: 0 };
   try {
-    await client.deletePod(podId);
+    await client.deletePod(podId, { signal: ctx.signal });
   } catch (error) {
     if (!isRunpodError(error, 'not-found')) throw error;
     // Already gone is one look's worth of evidence, not proof.
@@ -209,7 +229,7 @@ async function lookForGonePod(ctx: ActContext, podId: string): Promise<void> {
   const { client } = requireClient(ctx);
   const deletion = ctx.memory.deletions.get(podId) ?? { notFoundLooks: 0 };
   try {
-    await client.getPod(podId);
+    await client.getPod(podId, { signal: ctx.signal });
     // Alive after all: the evidence restarts, and a delete that did not take is sent again.
     deletion.notFoundLooks = 0;
     if (deletion.sentAt && Date.now() - deletion.sentAt.getTime() > 30_000) delete deletion.sentAt;

@@ -15,8 +15,8 @@ import type { JobInputs } from './job-inputs.ts';
 const runDir = DEFAULT_RUN_DIR;
 const commandTimeout = { timeoutMs: 30_000 };
 
-export async function readPodState(ssh: SshConnection): Promise<PodState> {
-  const result = await execChecked(ssh, podStateCommand({ runDir }), 'reading the pod state', commandTimeout);
+export async function readPodState(ssh: SshConnection, signal?: AbortSignal): Promise<PodState> {
+  const result = await execChecked(ssh, podStateCommand({ runDir }), 'reading the pod state', { ...commandTimeout, ...(signal ? { signal } : {}) });
   return parsePodState(result.stdout.toString('utf8'));
 }
 
@@ -42,15 +42,23 @@ export async function cancelJob(ssh: SshConnection): Promise<void> {
   parseCancelOutput(result.stdout.toString('utf8'));
 }
 
+export interface RetrieveStepOptions {
+  /** Aborts the transfer (shutdown, lost leadership); the staging directory is discarded. */
+  signal?: AbortSignal;
+  /** Called as bytes arrive (a long transfer is progress, not a stuck worker). */
+  onProgress?: () => void;
+}
+
 /**
  * Streams the results directory and the job log into a staging directory, checks every file against
  * the pod's SHA-256 manifest, and only then moves it into place and writes the `retrieved` marker.
  */
-export async function retrieveResults(ssh: SshConnection, spec: RunpodRunSpec, location: string): Promise<RetrievalOutcome> {
+export async function retrieveResults(ssh: SshConnection, spec: RunpodRunSpec, location: string, options: RetrieveStepOptions = {}): Promise<RetrievalOutcome> {
   const remoteDir = posix.join(runDir, spec.results.path);
+  const signal = options.signal ? { signal: options.signal } : {};
   // A job that wrote no results has an empty, verifiable result.
-  await execChecked(ssh, `mkdir -p -- ${shellQuote(remoteDir)}`, 'preparing the results directory', commandTimeout);
-  const manifest = await computeManifest(ssh, remoteDir, { timeoutMs: 600_000 });
+  await execChecked(ssh, `mkdir -p -- ${shellQuote(remoteDir)}`, 'preparing the results directory', { ...commandTimeout, ...signal });
+  const manifest = await computeManifest(ssh, remoteDir, { timeoutMs: 600_000, ...signal });
   const maxBytes = spec.results.maxBytes ?? DEFAULT_RESULTS_MAX_BYTES;
   const total = manifest.files.reduce((sum, file) => sum + file.size, 0);
   if (total > byteSizeValue(maxBytes)) {
@@ -58,7 +66,9 @@ export async function retrieveResults(ssh: SshConnection, spec: RunpodRunSpec, l
   }
   const staging = await stagingDirectory(location);
   try {
-    const retrieved = await retrieveDirectory(ssh, remoteDir, resultsSubdirectory(staging), manifest);
+    const retrieved = await retrieveDirectory(ssh, remoteDir, resultsSubdirectory(staging), manifest, {
+      ...signal, ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    });
     if (!retrieved.ok) {
       const problems = [['missing', retrieved.missing], ['different', retrieved.different], ['extra', retrieved.extra], ['refused symlinks', retrieved.refused]] as const;
       const message = problems.filter(([, files]) => files.length > 0)

@@ -7,14 +7,14 @@ import { finalizer, parseSpec, skipCleanupAnnotation, type RunpodRun } from '../
 import type { RunpodRunStatus } from '../api/status.ts';
 import { registerSecret, type Logger } from '../log.ts';
 import { resultLocation } from '../results/store.ts';
-import { connectPinned, type SshConnection } from '../ssh/index.ts';
+import { connectPinned, HostKeyMismatchError, type SshConnection } from '../ssh/index.ts';
 import { conditionIs, isTerminal } from './conditions.ts';
 import { resolveJobInputs, type JobInputsVerdict } from './job-inputs.ts';
 import { readPodState } from './job-steps.ts';
 import { splitKey } from '../kube/keys.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import type { Accounts } from './accounts.ts';
-import { act, podView, protectSshKeys, type ActContext } from './act.ts';
+import { act, podView, protectSshKeys, type ActContext, type ReconcilerMetrics } from './act.ts';
 import { decide, transitionEvent } from './decide.ts';
 import type { DecideSettings, Deletion, GpuCandidate, Observation, RunEvent, SpendFacts } from './model.ts';
 import { buildCreatePodRequest } from './pod-request.ts';
@@ -35,6 +35,15 @@ export interface RunReconcilerOptions {
   events: EventSink;
   logger: Logger;
   now?: () => Date;
+  metrics?: ReconcilerMetrics;
+}
+
+/** What the controller runtime hands each reconcile (all optional: tests and benches call reconcile(key)). */
+export interface ReconcileCall {
+  /** Aborted when this replica must stop acting: no further Runpod call, SSH step or status write. */
+  signal?: AbortSignal;
+  progress?: () => void;
+  log?: Logger;
 }
 
 export class RunReconciler {
@@ -52,25 +61,40 @@ export class RunReconciler {
     this.runs = new RunApi(options.kubeConfig);
   }
 
-  async reconcile(key: string): Promise<ReconcileResult> {
+  async reconcile(key: string, call: ReconcileCall = {}): Promise<ReconcileResult> {
     const [namespace, name] = splitKey(key);
+    const { signal } = call;
     const run = await this.runs.get(namespace, name);
     if (!run) return {};
-    const { obs, context } = await this.#observe(run);
+    signal?.throwIfAborted();
+    const { obs, context } = await this.#observe(run, call);
+    // Closing the connection ends whatever runs over it (an exec, a transfer) at once.
+    const closeOnAbort = (): void => context.ssh?.close();
+    signal?.addEventListener('abort', closeOnAbort, { once: true });
     try {
-      return await this.#decideAndAct(run, obs, context);
+      return await this.#decideAndAct(run, obs, context, call);
     } finally {
+      signal?.removeEventListener('abort', closeOnAbort);
       context.ssh?.close();
     }
   }
 
-  async #decideAndAct(run: RunpodRun, obs: Observation, context: Omit<ActContext, 'run'>): Promise<ReconcileResult> {
+  async #decideAndAct(run: RunpodRun, obs: Observation, context: Omit<ActContext, 'run'>, call: ReconcileCall): Promise<ReconcileResult> {
+    const { signal } = call;
     const decision = decide(obs);
     let current = run;
+    const attempt = run.status?.attempts?.at(-1)?.name;
+    (call.log ?? this.#options.logger).debug({
+      run: run.metadata.name, namespace: run.metadata.namespace, pod: run.status?.pod?.id, attempt, action: decision.action.type,
+    }, 'reconcile step');
+    signal?.throwIfAborted();
     if (!isDeepStrictEqual(decision.status, run.status ?? {})) current = await this.runs.writeStatus(run, decision.status);
     for (const event of decision.events) this.#options.events.record(current, event);
 
+    signal?.throwIfAborted();
     const learned = await act(decision.action, { ...context, run: current });
+    // A replica told to stop writes nothing more: the intent is in the status, the next leader observes again.
+    signal?.throwIfAborted();
     if (learned && !isDeepStrictEqual(learned, current.status ?? {})) {
       const transition = transitionEvent(current.status ?? {}, learned);
       current = await this.runs.writeStatus(current, learned);
@@ -80,7 +104,7 @@ export class RunReconciler {
     return this.#requeue(run.metadata.uid, decision.requeue);
   }
 
-  async #observe(run: RunpodRun): Promise<{ obs: Observation; context: Omit<ActContext, 'run'> }> {
+  async #observe(run: RunpodRun, call: ReconcileCall): Promise<{ obs: Observation; context: Omit<ActContext, 'run'> }> {
     const { uid, namespace } = run.metadata;
     const verdict = parseSpec(run.spec);
     const spec = verdict.ok ? verdict.spec : undefined;
@@ -95,8 +119,8 @@ export class RunReconciler {
     const jobInputs: JobInputsVerdict = spec && !status.job?.startedAt
       ? await resolveJobInputs(this.runs, namespace, spec.job)
       : { ok: true, inputs: { env: {}, files: [] } };
-    const ssh = await this.#connectIfReady(run, status, sshKeys);
-    const podState = ssh ? await readPodState(ssh).catch((error: unknown) => this.#unreadable(run, error)) : undefined;
+    const ssh = await this.#connectIfReady(run, status, sshKeys, call.signal);
+    const podState = ssh ? await readPodState(ssh, call.signal).catch((error: unknown) => this.#unreadable(run, error)) : undefined;
     const now = this.#options.now?.() ?? new Date();
     const obs: Observation = {
       now,
@@ -128,6 +152,7 @@ export class RunReconciler {
       resultLocation: resultLocation(this.#options.resultsDir, namespace, run.metadata.name, uid),
       memory: { deletions: this.#deletions, catalogs: this.#catalogs, retrievalFailures: this.#retrievalFailures, spend: this.#spend },
       refreshPods: () => account?.observer.refreshSoon(),
+      signal: call.signal, progress: call.progress, metrics: this.#options.metrics,
       buildCreateRequest: (attemptName, attemptNumber, gpuType) => {
         if (!spec || !sshKeys) throw new Error('cannot create a pod without a valid spec and SSH keys');
         return buildCreatePodRequest({
@@ -140,24 +165,30 @@ export class RunReconciler {
   }
 
   /** One SSH connection per reconcile to a ready, live pod; undefined when there is none or it does not answer. */
-  async #connectIfReady(run: RunpodRun, status: RunpodRunStatus, keys: SshSecret | undefined): Promise<SshConnection | undefined> {
+  async #connectIfReady(run: RunpodRun, status: RunpodRunStatus, keys: SshSecret | undefined, signal?: AbortSignal): Promise<SshConnection | undefined> {
     const pod = status.pod;
     if (!keys || !pod?.sshHost || !pod.sshPort || !conditionIs(status, 'PodReady') || isTerminal(status.phase)) return undefined;
     // EXITED / ERROR: no container runs to answer (decide deletes such a pod).
     if (['Deleting', 'Deleted', 'EXITED', 'ERROR'].includes(pod.state ?? '') || run.metadata.deletionTimestamp) return undefined;
     try {
-      return await connectPinned({
+      const connection = await connectPinned({
         host: pod.sshHost, port: pod.sshPort, username: 'root',
-        privateKey: keys.clientPrivateKey, hostPublicKey: keys.hostPublicKey, readyTimeoutMs: 15_000,
+        privateKey: keys.clientPrivateKey, hostPublicKey: keys.hostPublicKey, readyTimeoutMs: 15_000, ...(signal ? { signal } : {}),
       });
+      this.#options.metrics?.sshConnection('ok');
+      return connection;
     } catch (error) {
+      signal?.throwIfAborted();
+      this.#options.metrics?.sshConnection(error instanceof HostKeyMismatchError ? 'host_key_mismatch' : 'failed');
       this.#unreadable(run, error);
       return undefined;
     }
   }
 
   #unreadable(run: RunpodRun, error: unknown): undefined {
-    this.#options.logger.info({ namespace: run.metadata.namespace, name: run.metadata.name, err: error }, 'the pod did not answer over SSH this time');
+    this.#options.logger.info({
+      run: run.metadata.name, namespace: run.metadata.namespace, pod: run.status?.pod?.id, attempt: run.status?.attempts?.at(-1)?.name, err: error,
+    }, 'the pod did not answer over SSH this time');
     return undefined;
   }
 

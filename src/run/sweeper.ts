@@ -29,6 +29,8 @@ export interface SweeperOptions {
   intervalMs: number;
   /** A pod this young may belong to a run the API server has not shown yet. */
   graceMs?: number;
+  /** Told of each stray pod it deleted (metrics). */
+  onDeleted?: () => void;
 }
 
 interface SentDelete { stray: StrayPod; sentAt: number }
@@ -39,6 +41,8 @@ export class Sweeper {
   #sweeping: Promise<string[]> | undefined;
   /** Pod id → its delete, until a newer list confirms it. */
   #sent = new Map<string, SentDelete>();
+  /** stop() aborts a sweep in progress: no delete starts after it. */
+  #stop = new AbortController();
 
   constructor(options: SweeperOptions) {
     this.#options = options;
@@ -46,6 +50,7 @@ export class Sweeper {
 
   /** Sweeps at once (leader start), then every interval. */
   start(): void {
+    this.#stop = new AbortController();
     void this.#sweepLogged();
     this.#timer = setInterval(() => void this.#sweepLogged(), this.#options.intervalMs);
     this.#timer.unref();
@@ -53,6 +58,7 @@ export class Sweeper {
 
   async stop(): Promise<void> {
     clearInterval(this.#timer);
+    this.#stop.abort(new Error('sweeper stopped'));
     await this.#sweeping?.catch(() => undefined);
   }
 
@@ -80,9 +86,12 @@ export class Sweeper {
       live ??= await this.#options.liveRunUids();
       for (const stray of strays) {
         if (live.has(stray.runUid)) continue;
+        const { signal } = this.#stop;
+        if (signal.aborted) return deleted;
         try {
-          await account.client.deletePod(stray.podId);
+          await account.client.deletePod(stray.podId, { signal });
         } catch (error) {
+          if (signal.aborted) return deleted;
           if (!isRunpodError(error, 'not-found')) {
             logger.warn({ err: error, ...stray }, 'deleting a stray pod failed; the next sweep tries again');
             continue;
@@ -91,6 +100,7 @@ export class Sweeper {
         this.#sent.set(stray.podId, { stray, sentAt: Date.now() });
         logger.warn(stray, 'deleted a stray pod whose run no longer exists; waiting for a newer list to confirm');
         deleted.push(stray.podId);
+        this.#options.onDeleted?.();
       }
     }
     return deleted;

@@ -71,7 +71,21 @@ export interface RunpodClientOptions {
   timeouts?: Partial<RunpodTimeouts> | undefined;
   retry?: Partial<RetryPolicy> | undefined;
   clock?: Clock | undefined;
+  /** Told of every HTTP exchange and every wait for the request budget (metrics); never of a key or a body. */
+  observer?: RunpodCallObserver | undefined;
 }
+
+/** Endpoint labels are route templates (never a pod id), statuses HTTP codes or "no_answer". */
+export interface RunpodCallObserver {
+  request(endpoint: string, status: string): void;
+  /** A call waited for a slot of its account's budget (`budget`), or after a 429 for its Retry-After (`retry_after`). */
+  rateLimitWait(cause: 'budget' | 'retry_after', seconds: number): void;
+}
+
+const ENDPOINTS: Record<RunpodOperation, string> = {
+  listPods: 'GET /pods', getPod: 'GET /pods/{podId}', createPod: 'POST /pods', deletePod: 'DELETE /pods/{podId}',
+  podAction: 'POST /pods/{podId}/action', listGpuTypes: 'GET /catalog/gpus', listDataCenters: 'GET /catalog/datacenters',
+};
 
 export interface CallOptions {
   signal?: AbortSignal | undefined;
@@ -164,10 +178,19 @@ export function createRunpodClient(options: RunpodClientOptions): RunpodClient {
         throw classifyTransport({ operation, error, timedOut: false, abortedByCaller: true, notSent: true, attempts: sent });
       }
     };
+    const observer = options.observer;
+    const endpoint = ENDPOINTS[operation];
+    // The wait after a 429 is the limiter's pause for its Retry-After; counted as such.
+    let after429 = false;
     for (;;) {
       let permit: Permit;
+      const waitFrom = clock.now();
       try {
         permit = await limiter.acquire(spec.priority, { signal: callOptions.signal, maxWaitMs: retry.maxRateLimitWaitMs });
+        const waited = clock.now() - waitFrom;
+        // A slot granted at once still takes a tick or two of the event loop: that is no wait.
+        if (waited >= 10) observer?.rateLimitWait(after429 ? 'retry_after' : 'budget', waited / 1000);
+        after429 = false;
       } catch (error) {
         if (error instanceof RateLimitWaitTimeout) {
           throw new RunpodError({ kind: 'rate-limited', operation, detail: 'the account request budget is exhausted', retryAfterMs: error.retryAfterMs, attempts: sent });
@@ -182,6 +205,7 @@ export function createRunpodClient(options: RunpodClientOptions): RunpodClient {
         answer = await http.send({ ...spec.request, signal: callOptions.signal });
       } catch (failure) {
         permit.complete();
+        observer?.request(endpoint, 'no_answer');
         if (!(failure instanceof TransportFailure)) throw failure;
         const err = classifyTransport({
           operation,
@@ -201,6 +225,7 @@ export function createRunpodClient(options: RunpodClientOptions): RunpodClient {
         throw err;
       }
       permit.complete(answer.headers);
+      observer?.request(endpoint, String(answer.status));
       log.debug({ operation, method: spec.request.method, path: spec.request.path, status: answer.status, ms: clock.now() - started, attempt: sent }, 'Runpod answered');
 
       if (answer.status >= 200 && answer.status < 300) {
@@ -225,6 +250,7 @@ export function createRunpodClient(options: RunpodClientOptions): RunpodClient {
         limiter.backOff(retryAfterMs);
         rateLimited += 1;
         if (rateLimited > retry.rateLimitRetries || retryAfterMs > retry.maxRateLimitWaitMs) throw err;
+        after429 = true;
         log.warn({ operation, attempt: sent, retryAfterMs }, 'Runpod rate limit reached, waiting');
         continue;
       }

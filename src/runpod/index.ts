@@ -8,6 +8,7 @@ export {
   type CallOptions,
   type ListGpuTypesOptions,
   type RetryPolicy,
+  type RunpodCallObserver,
   type RunpodClient,
   type RunpodClientOptions,
   type RunpodTimeouts,

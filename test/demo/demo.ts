@@ -61,6 +61,7 @@ async function demo(): Promise<boolean> {
   const controller = await startController(configSchema.parse({
     kubeconfig: plane.kubeconfigPath, namespace, runpodApiUrl: sim.baseUrl, resultsDir,
     pollInterval: '2s', leaderElect: 'true', leaseNamespace: namespace, logLevel: 'warn',
+    metricsBindAddress: '0', healthProbeBindAddress: '0',
   }), { logger: createLogger('warn') });
   cleanups.push({ what: 'the controller', stop: () => controller.stop() });
 

@@ -147,3 +147,45 @@ void test('a leader whose lease is taken from it stops leading (signal aborted, 
   assert.equal((await readLease(ns)).spec?.holderIdentity, 'intruder', 'a did not release what it no longer held');
   await a.elector.stop();
 });
+
+void test('a leader that reads another holder in the Lease stops at once, not at its renew deadline', async () => {
+  const ns = await createTestNamespace('leader-seen');
+  // A renew deadline far beyond the wait below: only seeing the other holder can end the leadership in time.
+  const a = await candidate(ns, 'a', { leaseDurationMs: 60_000, renewDeadlineMs: 45_000, retryPeriodMs: 250 });
+  a.elector.start();
+  await eventually('a leads', () => a.elector.isLeader());
+  const { kubeConfig } = await testCluster();
+  const api = kubeConfig.makeApiClient(CoordinationV1Api);
+  await eventually('the intruder took the lease', async () => {
+    const lease = await readLease(ns);
+    try {
+      await api.replaceNamespacedLease({
+        namespace: ns, name: 'leader',
+        body: { ...lease, spec: { ...lease.spec, holderIdentity: 'intruder', leaseDurationSeconds: 3600, renewTime: new V1MicroTime(), acquireTime: new V1MicroTime() } },
+      });
+      return true;
+    } catch (err) {
+      if (isConflict(err)) return false;
+      throw err;
+    }
+  });
+  await eventually('a stopped leading after its next read', () => a.lost === 1, 15_000);
+  assert.equal(a.signal?.aborted, true, "a's work was aborted");
+  assert.equal(a.elector.isLeader(), false);
+  await a.elector.stop();
+});
+
+void test('a candidate watching the Lease takes it as soon as it is released, not at its next retry', async () => {
+  const ns = await createTestNamespace('leader-watch');
+  const slow = { leaseDurationMs: 60_000, renewDeadlineMs: 20_000, retryPeriodMs: 10_000 };
+  const a = await candidate(ns, 'a', { ...slow, retryPeriodMs: 250 });
+  const b = await candidate(ns, 'b', slow);
+  a.elector.start();
+  await eventually('a leads', () => a.elector.isLeader());
+  b.elector.start();
+  await eventually('b has seen a as the holder', () => b.elector.leader() === 'a');
+  await a.elector.stop();
+  // b's next try is 10-22 s away: only the watch can bring it in within this bound.
+  await eventually('b leads', () => b.elector.isLeader(), 6_000);
+  await b.elector.stop();
+});

@@ -256,7 +256,13 @@ void describe('transport against recorded answers', () => {
   });
 
   void it('429 with the recorded headers: waits Retry-After, then resends even a create', async () => {
-    const client = createRunpodClient(options());
+    // The observer (metrics) sees both exchanges by route and status, and the wait as a Retry-After one.
+    const requests: string[] = [];
+    const waits: { cause: string; seconds: number }[] = [];
+    const client = createRunpodClient({
+      ...options(),
+      observer: { request: (endpoint, status) => void requests.push(`${endpoint} ${status}`), rateLimitWait: (cause, seconds) => void waits.push({ cause, seconds }) },
+    });
     server.received.length = 0;
     server.script.push({
       status: 429,
@@ -268,6 +274,10 @@ void describe('transport against recorded answers', () => {
     const pod = await client.createPod({ name: 'r-1', image: 'busybox', gpu: { id: 'NVIDIA A40' } });
     assert.equal(pod.id, '5xpma5eg46tqjq');
     assert.equal(server.received.length, 2, 'the refused create was sent once more');
+    assert.deepEqual(requests, ['POST /pods 429', 'POST /pods 201']);
+    assert.equal(waits.length, 1);
+    assert.equal(waits[0]?.cause, 'retry_after');
+    assert.ok((waits[0]?.seconds ?? 0) > 0.5, `waited ${waits[0]?.seconds} s for a 1 s Retry-After`);
     await client.close();
   });
 

@@ -26,6 +26,8 @@ export interface World {
   /** Starts the controller; `overrides` go over the world's settings (say another kubeconfig), undefined unsets one. */
   startController(overrides?: Record<string, string | undefined>): Promise<void>;
   stopController(): Promise<void>;
+  /** The running controller's metrics and health URLs (ephemeral loopback ports). */
+  endpoints(): { metricsUrl?: string | undefined; healthUrl?: string | undefined };
   apply(manifest: object | string): Promise<void>;
   run(name: string): Promise<RunpodRun | undefined>;
   waitForRun(name: string, what: string, predicate: (run: RunpodRun) => boolean, timeoutMs?: number): Promise<RunpodRun>;
@@ -62,6 +64,7 @@ export async function startWorld(prefix: string, options: WorldOptions = {}): Pr
         kubeconfig: kubeconfigPath, namespace, clusterId, runpodApiUrl: options.apiFront?.(sim) ?? sim.baseUrl,
         pollInterval: options.pollInterval ?? '2s', deadlineMargin: options.deadlineMargin ?? '5s',
         leaderElect: 'true', leaseNamespace: namespace, logLevel: 'debug', resultsDir,
+        metricsBindAddress: '127.0.0.1:0', healthProbeBindAddress: '127.0.0.1:0',
         ...(options.watchdogPeriod ? { watchdogPeriod: options.watchdogPeriod } : {}),
         ...overrides,
       };
@@ -73,6 +76,7 @@ export async function startWorld(prefix: string, options: WorldOptions = {}): Pr
       await controller?.stop();
       controller = undefined;
     },
+    endpoints: () => ({ metricsUrl: controller?.metricsUrl, healthUrl: controller?.healthUrl }),
     async apply(manifest) {
       const text = typeof manifest === 'string' ? manifest : JSON.stringify(manifest);
       const result = await kubectl(['apply', '-n', namespace, '-f', '-'], text);

@@ -1,0 +1,40 @@
+// The flags of §3/§4 under controller-runtime's names, their defaults, and errors that name the flag.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { loadConfig } from '../src/config.ts';
+
+void test('leader election, metrics and probe flags default as controller-runtime\'s do', () => {
+  const config = loadConfig([], {});
+  assert.equal(config.leaderElect, true);
+  assert.equal(config.leaderElectLeaseDuration, 15_000);
+  assert.equal(config.leaderElectRenewDeadline, 10_000);
+  assert.equal(config.leaderElectRetryPeriod, 2_000);
+  assert.equal(config.leaderElectionId, 'runpod-operator-leader');
+  assert.deepEqual(config.metricsBindAddress, { host: undefined, port: 8080 });
+  assert.deepEqual(config.healthProbeBindAddress, { host: undefined, port: 8081 });
+});
+
+void test('a bare --leader-elect (kubebuilder manifests) is true; =false turns it off', () => {
+  assert.equal(loadConfig(['--leader-elect', '--leader-election-id', 'x.runpod-operator.dev'], {}).leaderElect, true);
+  assert.equal(loadConfig(['--leader-elect'], {}).leaderElect, true);
+  assert.equal(loadConfig(['--leader-elect=false'], {}).leaderElect, false);
+  assert.equal(loadConfig([], { RUNPOD_OPERATOR_LEADER_ELECT: 'false' }).leaderElect, false);
+});
+
+void test('bind addresses: [host]:port, IPv6 in brackets, 0 disables', () => {
+  const config = loadConfig(['--metrics-bind-address=0', '--health-probe-bind-address', '[::1]:9440'], {});
+  assert.equal(config.metricsBindAddress, undefined);
+  assert.deepEqual(config.healthProbeBindAddress, { host: '::1', port: 9440 });
+  assert.deepEqual(loadConfig(['--metrics-bind-address=127.0.0.1:0'], {}).metricsBindAddress, { host: '127.0.0.1', port: 0 });
+  assert.throws(() => loadConfig(['--metrics-bind-address=8080'], {}), /--metrics-bind-address \(RUNPOD_OPERATOR_METRICS_BIND_ADDRESS\): must be \[host\]:port/);
+  assert.throws(() => loadConfig(['--health-probe-bind-address=:70000'], {}), /--health-probe-bind-address/);
+});
+
+void test('inconsistent election timings are refused, naming the flag to change', () => {
+  assert.throws(() => loadConfig(['--leader-elect-lease-duration=10s', '--leader-elect-renew-deadline=10s'], {}),
+    /--leader-elect-renew-deadline .*must be shorter than --leader-elect-lease-duration/);
+  assert.throws(() => loadConfig(['--leader-elect-retry-period=9s'], {}), /--leader-elect-retry-period .*renew-deadline/);
+  assert.throws(() => loadConfig(['--leader-election-id=Not_A_Name'], {}), /--leader-election-id/);
+  const ok = loadConfig(['--leader-elect-lease-duration=4s', '--leader-elect-renew-deadline=3s', '--leader-elect-retry-period=500ms'], {});
+  assert.deepEqual([ok.leaderElectLeaseDuration, ok.leaderElectRenewDeadline, ok.leaderElectRetryPeriod], [4000, 3000, 500]);
+});

@@ -1,0 +1,78 @@
+// Graceful shutdown and hand-over with the controller as real processes: a leader and a standby;
+// SIGTERM reaches the leader while it streams a run's results. The leader must exit within the
+// termination grace (30 s), having released the lease; the standby takes over and finishes the run
+// with nothing half-written left in the store. Ends with the leak check.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { CoordinationV1Api } from '@kubernetes/client-node';
+import { sample } from '../metrics/scrape.ts';
+import { testCluster } from '../support/cluster.ts';
+import { startControllerProcess, type ControllerProcess } from '../support/controller-process.ts';
+import { runManifest, startWorld } from '../support/operator.ts';
+
+const terminationGraceMs = 30_000;
+const ended = (run: { status?: { phase?: string } }) => run.status?.phase === 'Succeeded' || run.status?.phase === 'Failed';
+
+/** Every `.partial-` staging directory under the results dir. */
+function partials(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && /\.partial-[0-9a-f]{8}$/.test(entry.name)).map((entry) => entry.name);
+}
+
+void test('SIGTERM mid-transfer: the leader exits within the grace and releases the lease; the standby finishes the run', async () => {
+  await using world = await startWorld('shutdown');
+  const { kubeconfigPath, kubeConfig } = await testCluster();
+  const resultsDir = mkdtempSync(join(tmpdir(), 'results-shutdown-'));
+  const flags = {
+    kubeconfig: kubeconfigPath, namespace: world.namespace, 'cluster-id': world.clusterId, 'runpod-api-url': world.sim.baseUrl,
+    'lease-namespace': world.namespace, 'results-dir': resultsDir, 'poll-interval': '2s', 'deadline-margin': '5s', 'log-level': 'debug',
+  };
+  const children: ControllerProcess[] = [];
+  try {
+    const a = await startControllerProcess(flags);
+    children.push(a);
+    await a.waitForLine((l) => l.msg === 'became leader');
+    const b = await startControllerProcess(flags);
+    children.push(b);
+    await b.waitForLine((l) => l.msg === 'new leader observed');
+    const standbyReady = await fetch(`${b.healthUrl}/readyz`);
+    assert.deepEqual([standbyReady.status, await standbyReady.text()], [200, 'ok (standby)\n'], 'a standby is ready');
+    assert.equal(sample(await (await fetch(`${b.metricsUrl}/metrics`)).text(), 'runpod_operator_leader'), 0);
+    assert.equal(sample(await (await fetch(`${a.metricsUrl}/metrics`)).text(), 'runpod_operator_leader'), 1);
+
+    await world.apply(runManifest('big', {
+      job: { command: ['sh', '-c', 'mkdir -p output && head -c 400000000 /dev/zero > output/big.bin && echo written'] },
+      results: { path: 'output' },
+    }));
+    await world.waitForRun('big', 'Retrieving', (run) => run.status?.phase === 'Retrieving' || ended(run), 120_000);
+    const sentAt = Date.now();
+    a.kill('SIGTERM');
+    const exit = await Promise.race([a.exited, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), terminationGraceMs + 10_000).unref())]);
+    assert.ok(exit, 'the leader exited at all');
+    console.log(`leader exited ${exit.at - sentAt} ms after SIGTERM (code ${exit.code})`);
+    assert.ok(exit.at - sentAt < terminationGraceMs, `exited within the ${terminationGraceMs} ms grace`);
+    assert.equal(exit.code, 0, 'a clean exit');
+    const interrupted = await world.run('big');
+    assert.equal(interrupted?.status?.phase, 'Retrieving', 'SIGTERM came while the results were being fetched');
+    assert.equal(interrupted?.status?.results?.retrievedAt, undefined, 'and the transfer was cut, not finished');
+    assert.ok(a.lines.some((l) => l.msg === 'released the leader lease'), 'it released the lease');
+    const lease = await kubeConfig.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: world.namespace, name: 'runpod-operator-leader' });
+    const holder = lease.spec?.holderIdentity ?? '';
+    assert.ok(holder === '' || holder.endsWith(`-${b.pid}`), `released, or already taken by the standby (holder "${holder}")`);
+
+    await b.waitForLine((l) => l.msg === 'became leader', 20_000);
+    const run = await world.waitForRun('big', 'Succeeded', ended, 180_000);
+    assert.equal(run.status?.phase, 'Succeeded', JSON.stringify(run.status));
+    assert.equal(run.status?.results?.bytes, 400_000_000);
+    assert.deepEqual(partials(resultsDir), [], 'no partial results left behind');
+    await world.deleteRun('big');
+    b.kill('SIGTERM');
+    assert.equal((await b.exited).code, 0);
+  } finally {
+    for (const child of children) child.kill('SIGKILL');
+    rmSync(resultsDir, { recursive: true, force: true });
+  }
+});
