@@ -85,6 +85,7 @@ export interface RunpodCallObserver {
 const ENDPOINTS: Record<RunpodOperation, string> = {
   listPods: 'GET /pods', getPod: 'GET /pods/{podId}', createPod: 'POST /pods', deletePod: 'DELETE /pods/{podId}',
   podAction: 'POST /pods/{podId}/action', listGpuTypes: 'GET /catalog/gpus', listDataCenters: 'GET /catalog/datacenters',
+  getAccountLimits: 'GET /account/limits',
 };
 
 export interface CallOptions {
