@@ -75,7 +75,7 @@ export function doubleBilling(pods: SimPod[], runs: RunBook, now: number): Figur
       details.push(`${runs.byUid(uid)?.planned.name ?? uid}: ${list.map((p) => p.id).join(', ')} billed together for ${seconds(overlapMs)} s`);
     }
   }
-  return { ...figure('runs with two pods billing at once', details.length, details), details: [`${seconds(totalMs)} s in all`, ...details] };
+  return { ...figure('runs with two pods billing at once', details.length, details), details: details.length ? [`${seconds(totalMs)} s in all`, ...details] : [] };
 }
 
 /**

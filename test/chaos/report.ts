@@ -13,6 +13,10 @@ export function formatReport(report: SessionReport): string {
     for (const detail of figure.details) lines.push(`            ${detail}`);
   }
 
+  if (report.stagingLeft.length > 0) {
+    lines.push('', `result store: ${report.stagingLeft.length} staging directories left by killed retrievals (never cleaned up):`);
+    for (const dir of report.stagingLeft) lines.push(`            ${dir}`);
+  }
   lines.push('', 'outcomes by run kind (expected outcome first; others are outcomes under faults, not broken invariants):');
   const kinds = [...new Set(report.outcomes.map((o) => o.kind))] as RunKind[];
   for (const kind of kinds) {
@@ -23,7 +27,10 @@ export function formatReport(report: SessionReport): string {
     lines.push(`  ${kind.padEnd(12)} ${expected} ${counts.get(expected) ?? 0}${rest.length ? `; ${rest.join('; ')}` : ''}`);
   }
   lines.push('', 'runs:');
-  for (const o of report.outcomes) lines.push(`  ${o.name.padEnd(26)} ${o.outcome.padEnd(34)} attempts ${o.attempts}, pods ${o.pods}`);
+  for (const o of report.outcomes) {
+    const unexpected = o.outcome !== expectedOutcome[o.kind as RunKind] && o.outcome !== 'Failed/NoCapacity';
+    lines.push(`  ${o.name.padEnd(26)} ${o.outcome.padEnd(34)} attempts ${o.attempts}, pods ${o.pods}${unexpected ? `: ${o.message}` : ''}`);
+  }
 
   lines.push('', 'controller kills (SIGKILL, then a restart):');
   const windows = new Map<string, { armed: number; hit: number }>();

@@ -1,7 +1,7 @@
 // One chaos session: a fresh namespace on the given API server, the simulator, the proxy and the
 // controller process; the schedule played out (applies, user actions, faults, kills); then the wait
 // for every run to end, the deletion of every run, and the figures.
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -39,7 +39,11 @@ export interface SessionReport {
   schedule: Schedule;
   namespace: string;
   figures: Figure[];
-  outcomes: { name: string; kind: string; outcome: string; attempts: number; pods: number }[];
+  /** Every pod the simulator rented, for the story behind a figure. */
+  pods: { id: string; name: string; run: string; createdAt: string; deletedAt: string | null; deletedBy: string | null }[];
+  /** Staging directories a killed retrieval left in the result store (litter, not a broken promise). */
+  stagingLeft: string[];
+  outcomes: { name: string; kind: string; outcome: string; message: string; attempts: number; pods: number }[];
   kills: KillRecord[];
   faults: FaultRecord[];
   controllerLog: string;
@@ -140,7 +144,7 @@ export async function runSession(options: SessionOptions): Promise<SessionReport
     await runs.refresh();
     const notTerminal = runsNotTerminal(runs);
     const outcomes = [...runs.entries.values()].map((entry) => ({
-      name: entry.planned.name, kind: entry.planned.kind, outcome: outcomeOf(entry),
+      name: entry.planned.name, kind: entry.planned.kind, outcome: outcomeOf(entry), message: entry.latest?.status?.message ?? '',
       attempts: entry.latest?.status?.attempts?.length ?? 0, pods: 0,
     }));
 
@@ -171,7 +175,12 @@ export async function runSession(options: SessionOptions): Promise<SessionReport
       const uid = runs.entries.get(outcome.name)?.uid;
       outcome.pods = pods.filter((pod) => uid && pod.env.RUNPOD_OPERATOR_RUN === uid).length;
     }
-    return { schedule, namespace, figures, outcomes, kills: killer.records, faults, controllerLog, durationMs: elapsed() };
+    const stagingLeft = leftoverStaging(join(resultsDir, namespace));
+    const rented = pods.map((pod) => ({
+      id: pod.id, name: pod.name, run: runs.byUid(pod.env.RUNPOD_OPERATOR_RUN ?? '')?.planned.name ?? '?',
+      createdAt: pod.createdAt, deletedAt: pod.deletedAt, deletedBy: pod.deletedBy,
+    }));
+    return { schedule, namespace, figures, stagingLeft, pods: rented, outcomes, kills: killer.records, faults, controllerLog, durationMs: elapsed() };
   } finally {
     polling = false;
     await poller;
@@ -198,6 +207,11 @@ async function fire(fault: PlannedFault, adminUrl: string, runs: RunBook, atMs: 
   } catch (error) {
     return { planned: fault, atMs, fired: false, detail: String(error) };
   }
+}
+
+function leftoverStaging(root: string): string[] {
+  if (!existsSync(root)) return [];
+  return readdirSync(root).flatMap((run) => readdirSync(join(root, run)).filter((name) => name.includes('.partial-')).map((name) => join(root, run, name)));
 }
 
 async function must<T extends { status: number; stderr: string }>(result: Promise<T>): Promise<T> {
