@@ -4,6 +4,7 @@
 //   --faults N        faults (default: one per run)    --kills N       controller kills (default: runs / 5)
 //   --only-faults a,b fault generators to draw from    --windows a,b   kill windows to cycle through
 //   --stock N         GPUs of stock (default 5)        --settle S      seconds every run gets to end (default 600)
+//   --hold-kept B     before deleting, wait for kept pods' deadline + margin (default true)
 //   --work-dir DIR    where logs, results and report.json go (default: a temp directory)
 //   --kubeconfig F    use this API server instead of starting one
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -30,7 +31,7 @@ const int = (min: number) => z.coerce.number().int().min(min);
 const optionsSchema = z.strictObject({
   runs: int(1).default(30), seed: int(0).default(1), faults: int(0).optional(), kills: int(0).optional(),
   'only-faults': list<FaultGeneratorName>(isFaultName, 'fault').optional(), windows: list<KillWindow>(isWindow, 'window').optional(),
-  stock: int(1).default(5), settle: int(10).default(600), 'work-dir': z.string().min(1).optional(), kubeconfig: z.string().min(1).optional(),
+  'hold-kept': z.stringbool().default(true), stock: int(1).default(5), settle: int(10).default(600), 'work-dir': z.string().min(1).optional(), kubeconfig: z.string().min(1).optional(),
 });
 
 const { values } = parseArgs({
@@ -66,7 +67,7 @@ let exitCode = 1;
 try {
   const report = await runSession({
     schedule, kubeConfig, kubeconfigPath, workDir, stock: options.stock, settleTimeoutMs: options.settle * 1000,
-    billingMarginMs: 15_000, windowTimeoutMs: 60_000, say,
+    billingMarginMs: 15_000, windowTimeoutMs: 60_000, holdKeptPods: options['hold-kept'], say,
   });
   console.log(formatReport(report));
   writeFileSync(join(workDir, 'report.json'), JSON.stringify(report, null, 2));

@@ -30,6 +30,11 @@ export interface SessionOptions {
   /** Billing this long past a pod's deadline still counts as on time (controller margin + confirm). */
   billingMarginMs: number;
   windowTimeoutMs: number;
+  /**
+   * Before deleting the runs, wait until every kept pod's deadline (+ margin) has passed, so that the
+   * deadline of kept pods is judged too (else a session may end before it).
+   */
+  holdKeptPods: boolean;
   say: (line: string) => void;
 }
 
@@ -139,6 +144,7 @@ export async function runSession(options: SessionOptions): Promise<SessionReport
       if (open.length === 0) break;
       await sleep(2000);
     }
+    if (options.holdKeptPods) await holdKeptPods(runs, options.billingMarginMs, say);
     polling = false;
     await poller;
     await runs.refresh();
@@ -207,6 +213,17 @@ async function fire(fault: PlannedFault, adminUrl: string, runs: RunBook, atMs: 
   } catch (error) {
     return { planned: fault, atMs, fired: false, detail: String(error) };
   }
+}
+
+/** Waits (at most 5 minutes) until the deadline + margin of every kept pod has passed. */
+async function holdKeptPods(runs: RunBook, marginMs: number, say: (line: string) => void): Promise<void> {
+  const limits = [...runs.entries.values()]
+    .filter((entry) => entry.planned.kind === 'keep-pod' && !entry.gone && entry.latest?.status?.pod?.createdAt && entry.latest.status.pod.state !== 'Deleted')
+    .map((entry) => Date.parse(entry.latest!.status!.pod!.createdAt!) + entry.planned.maxRuntimeSeconds * 1000 + marginMs + 5000);
+  const until = Math.min(Math.max(0, ...limits), Date.now() + 300_000);
+  if (until <= Date.now()) return;
+  say(`holding ${limits.length} kept pods for ${Math.round((until - Date.now()) / 1000)}s: until their deadline + margin has passed`);
+  await sleep(until - Date.now());
 }
 
 function leftoverStaging(root: string): string[] {
