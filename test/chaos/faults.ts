@@ -1,0 +1,81 @@
+// The chaos suite's fault generators, one row per simulator fault (test/runpod-sim/faults.ts). A new
+// simulator fault plugs in by adding its row here: `plan` draws its parameters when the schedule is
+// built (seeded, so the same seed plans the same faults), `arm` turns them into the POST /_sim/faults
+// body at the moment it fires, when the live pods it may target are known.
+import type { FaultInput } from '../runpod-sim/client.ts';
+import type { Random } from './random.ts';
+
+/** Parameters a plan records (plain JSON, part of the schedule's hash). */
+export type FaultParams = Record<string, string | number>;
+
+export interface LivePod { id: string; runName: string }
+
+export interface FaultGenerator {
+  /** Whether it needs a live pod to aim at (skipped when none is alive at its moment). */
+  targetsPod: boolean;
+  plan(random: Random): FaultParams;
+  arm(params: FaultParams, target: LivePod | undefined): FaultInput | undefined;
+}
+
+const num = (params: FaultParams, key: string): number => Number(params[key]);
+const gpuTypes = ['NVIDIA GeForce RTX 4090', 'NVIDIA A40'] as const;
+/** Requests a 5xx or a 429 may hit, as the simulator's stats name them. */
+const requestTargets = [
+  { method: 'GET', path: '/v2/pods' }, { method: 'POST', path: '/v2/pods' },
+  { method: 'GET', path: '/v2/pods/{id}' }, { method: 'DELETE', path: '/v2/pods/{id}' },
+] as const;
+
+export const faultGenerators = {
+  'no-capacity': {
+    targetsPod: false,
+    plan: (random) => ({ count: random.int(1, 3), gpuTypeId: random.pick([...gpuTypes, 'any']) }),
+    arm: (params) => ({
+      fault: 'no-capacity', count: num(params, 'count'),
+      ...(params.gpuTypeId === 'any' ? {} : { gpuTypeId: String(params.gpuTypeId) }),
+    }),
+  },
+  'create-ambiguous': {
+    targetsPod: false,
+    plan: (random) => ({ count: 1, status: random.pick([500, 502, 503, 504]) }),
+    arm: (params) => ({ fault: 'create-ambiguous', count: num(params, 'count'), status: num(params, 'status') as 500 }),
+  },
+  'create-timeout': {
+    targetsPod: false,
+    plan: () => ({ count: 1 }),
+    arm: (params) => ({ fault: 'create-timeout', count: num(params, 'count') }),
+  },
+  'http-5xx': {
+    targetsPod: false,
+    plan: (random) => ({ count: random.int(1, 3), target: random.int(0, requestTargets.length - 1), status: random.pick([500, 502, 503]) }),
+    arm: (params) => ({ fault: 'http-5xx', count: num(params, 'count'), ...requestTargets[num(params, 'target')], status: num(params, 'status') as 500 }),
+  },
+  'rate-limit': {
+    targetsPod: false,
+    plan: (random) => ({ count: random.int(1, 4), target: random.int(0, requestTargets.length - 1), retryAfterSeconds: random.int(1, 5) }),
+    arm: (params) => ({
+      fault: 'rate-limit', count: num(params, 'count'), ...requestTargets[num(params, 'target')], retryAfterSeconds: num(params, 'retryAfterSeconds'),
+    }),
+  },
+  'not-found-flap': {
+    targetsPod: true,
+    plan: (random) => ({ count: random.int(1, 4) }),
+    arm: (params, target) => target && { fault: 'not-found-flap', count: num(params, 'count'), podId: target.id },
+  },
+  vanish: {
+    targetsPod: true,
+    plan: (random) => ({ afterMs: random.pick([0, 0, 2000]) }),
+    arm: (params, target) => target && { fault: 'vanish', podId: target.id, afterMs: num(params, 'afterMs') },
+  },
+  'slow-boot': {
+    targetsPod: false,
+    plan: (random) => ({ count: random.int(1, 2), delayMs: random.pick([3000, 10_000, 25_000, 70_000]) }),
+    arm: (params) => ({ fault: 'slow-boot', count: num(params, 'count'), delayMs: num(params, 'delayMs') }),
+  },
+} satisfies Record<string, FaultGenerator>;
+
+export type FaultGeneratorName = keyof typeof faultGenerators;
+export const faultNames = Object.keys(faultGenerators) as FaultGeneratorName[];
+
+export function isFaultName(name: string): name is FaultGeneratorName {
+  return Object.hasOwn(faultGenerators, name);
+}

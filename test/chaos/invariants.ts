@@ -1,0 +1,136 @@
+// The first promise, measured from outside: what the simulator billed (every pod ever created, with
+// its created/deleted times), what the API server shows, and what the result store holds.
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { SimPod } from '../runpod-sim/client.ts';
+import { isTerminalPhase, type RunBook, type RunEntry } from './runbook.ts';
+import { exitsZero } from './workload.ts';
+
+export interface Figure {
+  name: string;
+  value: number;
+  /** A figure above 0 breaks the promise. */
+  broken: boolean;
+  unit?: string;
+  /** One line per offender, enough to find it in the logs. */
+  details: string[];
+}
+
+const seconds = (ms: number): number => Math.round(ms / 100) / 10;
+const end = (pod: SimPod, now: number): number => (pod.deletedAt ? Date.parse(pod.deletedAt) : now);
+
+/** Runs that should have ended on their own (not deleted by the user) and had not. */
+export function runsNotTerminal(runs: RunBook): Figure {
+  const stuck = [...runs.entries.values()].filter((entry) => entry.uid && !entry.gone && !entry.deleteRequested && !isTerminalPhase(entry.latest));
+  return figure('runs not terminal', stuck.length, stuck.map((entry) =>
+    `${entry.planned.name} (${entry.planned.kind}): ${entry.latest?.status?.phase ?? 'no phase'}/${entry.latest?.status?.reason ?? ''} ${entry.latest?.status?.message ?? ''}`));
+}
+
+/** Pods alive after every run was deleted, and processes of deleted pods still on the machine. */
+export function podsLeaked(pods: SimPod[]): Figure {
+  const alive = pods.filter((pod) => pod.deletedAt === null);
+  const lingering = pods.filter((pod) => pod.deletedAt !== null && pod.processes.length > 0);
+  return figure('pods leaked', alive.length + lingering.length, [
+    ...alive.map((pod) => `${pod.id} (${pod.name}) still ${pod.status}`),
+    ...lingering.map((pod) => `${pod.id} (${pod.name}) deleted but ${pod.processes.length} processes left`),
+  ]);
+}
+
+/** Per pod: seconds it billed past createdAt + the run's maxRuntimeSeconds + the margin. */
+export function billedPastDeadline(pods: SimPod[], runs: RunBook, marginMs: number, now: number): Figure {
+  let totalMs = 0;
+  const details: string[] = [];
+  for (const pod of pods) {
+    const entry = runOf(pod, runs);
+    if (!entry) continue;
+    const limit = Date.parse(pod.createdAt) + entry.planned.maxRuntimeSeconds * 1000 + marginMs;
+    const over = end(pod, now) - limit;
+    if (over > 0) {
+      totalMs += over;
+      details.push(`${pod.id} (${pod.name}, ${entry.planned.kind}, maxRuntimeSeconds ${entry.planned.maxRuntimeSeconds}): ${seconds(over)} s past deadline + margin (deleted by ${pod.deletedBy ?? 'nobody yet'})`);
+    }
+  }
+  return { ...figure(`pod-seconds billed past deadline + ${marginMs / 1000}s`, seconds(totalMs), details), unit: 's' };
+}
+
+/** Runs that had two pods billing at the same time, with the overlap in seconds. */
+export function doubleBilling(pods: SimPod[], runs: RunBook, now: number): Figure {
+  const byRun = new Map<string, SimPod[]>();
+  for (const pod of pods) {
+    const uid = pod.env.RUNPOD_OPERATOR_RUN ?? '';
+    byRun.set(uid, [...(byRun.get(uid) ?? []), pod]);
+  }
+  let totalMs = 0;
+  const details: string[] = [];
+  for (const [uid, list] of byRun) {
+    let overlapMs = 0;
+    for (let i = 0; i < list.length; i++) {
+      for (let j = i + 1; j < list.length; j++) {
+        const [a, b] = [list[i]!, list[j]!];
+        overlapMs += Math.max(0, Math.min(end(a, now), end(b, now)) - Math.max(Date.parse(a.createdAt), Date.parse(b.createdAt)));
+      }
+    }
+    if (overlapMs > 0) {
+      totalMs += overlapMs;
+      details.push(`${runs.byUid(uid)?.planned.name ?? uid}: ${list.map((p) => p.id).join(', ')} billed together for ${seconds(overlapMs)} s`);
+    }
+  }
+  return { ...figure('runs with two pods billing at once', details.length, details), details: details.length ? [`${seconds(totalMs)} s in all`, ...details] : [] };
+}
+
+/**
+ * Succeeded runs whose result directory does not match status.results (or the job's own output), and
+ * runs whose job exited 0 that did not end Succeeded although nothing took their pod away (a vanish).
+ */
+export function resultsLostOrUnverified(runs: RunBook, pods: SimPod[]): Figure {
+  const details: string[] = [];
+  for (const entry of runs.entries.values()) {
+    const status = entry.latest?.status;
+    if (!entry.uid || !status) continue;
+    if (status.phase === 'Succeeded') {
+      const problem = checkResults(entry);
+      if (problem) details.push(`${entry.planned.name}: Succeeded but ${problem}`);
+      continue;
+    }
+    const vanished = pods.some((pod) => pod.env.RUNPOD_OPERATOR_RUN === entry.uid && pod.deletedBy === 'vanished');
+    if (exitsZero(entry.planned.kind) && status.job?.exitCode === 0 && isTerminalPhase(entry.latest) && !vanished) {
+      details.push(`${entry.planned.name}: the job exited 0 but the run ended ${status.phase}/${status.reason}: ${status.message ?? ''}`);
+    }
+  }
+  return figure('results lost or unverified (runs whose job exited 0)', details.length, details);
+}
+
+function checkResults(entry: RunEntry): string | undefined {
+  const results = entry.latest?.status?.results;
+  if (!results?.location || !results.retrievedAt) return 'status.results has no location';
+  const dir = join(results.location, 'results');
+  if (!existsSync(dir)) return `${dir} does not exist`;
+  const files = walk(dir);
+  const bytes = files.reduce((sum, file) => sum + statSync(file).size, 0);
+  if (files.length !== results.files || bytes !== results.bytes) {
+    return `${dir} holds ${files.length} files / ${bytes} bytes, status.results says ${results.files} / ${results.bytes}`;
+  }
+  const name = join(dir, 'name.txt');
+  if (!existsSync(name) || readFileSync(name, 'utf8') !== entry.planned.name) return `${name} is not this run's`;
+  const data = join(dir, 'data.bin');
+  if (!existsSync(data) || statSync(data).size !== entry.planned.resultBytes) return `${data} is not the ${entry.planned.resultBytes} bytes the job wrote`;
+  return undefined;
+}
+
+export function finalizersLeft(leftover: { name: string; finalizers: string[]; message: string }[]): Figure {
+  return figure('finalizers left on deleted runs', leftover.length, leftover.map((run) => `${run.name}: ${run.finalizers.join(', ')} (${run.message})`));
+}
+
+function runOf(pod: SimPod, runs: RunBook): RunEntry | undefined {
+  const uid = pod.env.RUNPOD_OPERATOR_RUN;
+  return uid ? runs.byUid(uid) : undefined;
+}
+
+function walk(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((item) =>
+    item.isDirectory() ? walk(join(dir, item.name)) : [join(dir, item.name)]);
+}
+
+function figure(name: string, value: number, details: string[]): Figure {
+  return { name, value, broken: value > 0, details };
+}

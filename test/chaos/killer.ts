@@ -1,0 +1,210 @@
+// Kills the controller (SIGKILL) at the moments the schedule names and starts it again. A window
+// kill waits for its moment: the proxy holds the controller's create or delete at the exact point,
+// and the result store and the pod's own files show a retrieval in progress and its marker.
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DEFAULT_RUN_DIR, podPath } from '../../src/pod/index.ts';
+import { simPods } from '../runpod-sim/client.ts';
+import type { ControllerProcess } from './controller.ts';
+import type { Answer, Exchange, Handler } from './proxy.ts';
+import type { RunBook } from './runbook.ts';
+import type { KillWindow, PlannedKill } from './schedule.ts';
+
+export interface KillRecord {
+  planned: PlannedKill;
+  /** The window's moment came and the kill landed in it (random kills: always). */
+  hit: boolean;
+  /** From the session's start. */
+  atMs?: number;
+  run?: string;
+  detail: string;
+}
+
+export interface KillerOptions {
+  controller: ControllerProcess;
+  runs: RunBook;
+  adminUrl: string;
+  /** `<results-dir>/<namespace>`: where each run's result directory is. */
+  resultsRoot: string;
+  /** Milliseconds since the session started. */
+  elapsed: () => number;
+  /** How long a window kill waits for its moment before it is given up (the kill then lands at once). */
+  windowTimeoutMs: number;
+}
+
+type ProxyWindow = Extract<KillWindow, 'pre-post' | 'post-create' | 'mid-delete'>;
+const isProxyWindow = (window: KillWindow): window is ProxyWindow => window === 'pre-post' || window === 'post-create' || window === 'mid-delete';
+const podIdPattern = /^\/v2\/pods\/([^/?]+)$/;
+
+export class Killer {
+  readonly records: KillRecord[] = [];
+  #options: KillerOptions;
+  /** The proxy window armed now, and how to report its hit. */
+  #armed: { kill: PlannedKill; hit: (run: string | undefined, detail: string) => void } | undefined;
+
+  constructor(options: KillerOptions) {
+    this.#options = options;
+  }
+
+  /** Plugged into the proxy: every controller call to Runpod passes here. */
+  readonly handle: Handler = async (exchange, forward) => {
+    const armed = this.#armed;
+    if (!armed || !this.#options.controller.running) return forward();
+    const window = armed.kill.window;
+    const path = exchange.path.split('?')[0] ?? '';
+    if ((window === 'pre-post' || window === 'post-create') && exchange.method === 'POST' && path === '/v2/pods') {
+      const podName = createName(exchange);
+      const run = podName.replace(/-\d+$/, '');
+      if (window === 'pre-post') {
+        this.#armed = undefined;
+        const attempt = (await this.#options.runs.get(run))?.status?.attempts?.find((a) => a.name === podName);
+        await this.#options.controller.kill();
+        armed.hit(run, `POST /v2/pods for ${podName} held and dropped; attempt in status before it: ${attempt ? attempt.outcome : 'NO'}`);
+        return 'drop';
+      }
+      const answer = await forward();
+      // Only a create that made a pod is this window; another (capacity, a fault) goes through and the window stays armed.
+      if (answer.status !== 201 || this.#armed !== armed) return answer;
+      this.#armed = undefined;
+      await this.#options.controller.kill();
+      armed.hit(run, `POST /v2/pods for ${podName} created ${podIdOf(answer) ?? '?'}; the answer never reached the controller`);
+      return 'drop';
+    }
+    const deleting = podIdPattern.exec(path);
+    if (window === 'mid-delete' && exchange.method === 'DELETE' && deleting) {
+      this.#armed = undefined;
+      const podId = deleting[1]!;
+      const run = await this.#runOfPod(podId);
+      let detail = `DELETE /v2/pods/${podId} dropped before Runpod saw it`;
+      if (armed.kill.deleteSent) {
+        const answer = await forward();
+        detail = `DELETE /v2/pods/${podId} answered ${answer.status}; the answer never reached the controller`;
+      }
+      await this.#options.controller.kill();
+      armed.hit(run, detail);
+      return 'drop';
+    }
+    return forward();
+  };
+
+  async execute(kill: PlannedKill): Promise<void> {
+    const { controller, elapsed, windowTimeoutMs } = this.#options;
+    let record: KillRecord;
+    if (kill.window === 'random') {
+      await controller.kill();
+      record = { planned: kill, hit: true, atMs: elapsed(), detail: 'at a random moment' };
+    } else {
+      const found = await this.#waitForWindow(kill, windowTimeoutMs);
+      if (found) record = { planned: kill, hit: true, atMs: elapsed(), run: found.run, detail: found.detail };
+      else {
+        await controller.kill();
+        record = { planned: kill, hit: false, atMs: elapsed(), detail: `window not reached within ${windowTimeoutMs / 1000}s; killed at that moment instead` };
+      }
+    }
+    this.records.push(record);
+    await sleep(kill.restartAfterMs);
+    controller.start();
+  }
+
+  async #waitForWindow(kill: PlannedKill, timeoutMs: number): Promise<{ run: string | undefined; detail: string } | undefined> {
+    const until = Date.now() + timeoutMs;
+    if (isProxyWindow(kill.window)) {
+      const hit = new Promise<{ run: string | undefined; detail: string }>((resolve) => {
+        this.#armed = { kill, hit: (run, detail) => resolve({ run, detail }) };
+      });
+      const timedOut = sleep(timeoutMs).then(() => undefined);
+      const found = await Promise.race([hit, timedOut]);
+      this.#armed = undefined;
+      return found;
+    }
+    return kill.window === 'mid-retrieval' ? this.#watchRetrieval(until) : this.#watchMarker(until);
+  }
+
+  /** A staging directory beside a run's result location: files are being copied right now. */
+  async #watchRetrieval(until: number): Promise<{ run: string; detail: string } | undefined> {
+    while (Date.now() < until) {
+      for (const entry of this.#retrievingRuns()) {
+        const dir = join(this.#options.resultsRoot, entry.planned.name);
+        const staging = existsSync(dir) ? readdirSync(dir).find((name) => name.startsWith(`${entry.uid}.partial-`)) : undefined;
+        if (staging && this.#options.controller.running) {
+          await this.#options.controller.kill();
+          return { run: entry.planned.name, detail: `killed while ${staging} was being filled` };
+        }
+      }
+      await sleep(10);
+    }
+    return undefined;
+  }
+
+  /** The pod has .pod/retrieved (read through /proc/<pid>/root of one of its processes) and the status does not say retrieved. */
+  async #watchMarker(until: number): Promise<{ run: string; detail: string } | undefined> {
+    let candidates: { run: string; uid: string; marker: string }[] = [];
+    let refreshedAt = 0;
+    while (Date.now() < until) {
+      if (Date.now() - refreshedAt > 500) {
+        refreshedAt = Date.now();
+        candidates = await this.#markerPaths();
+      }
+      for (const candidate of candidates) {
+        if (existsSync(candidate.marker) && this.#options.controller.running) {
+          await this.#options.controller.kill();
+          const status = (await this.#options.runs.get(candidate.run))?.status;
+          return { run: candidate.run, detail: `killed once the pod had its retrieved marker; status said retrieved: ${status?.results?.retrievedAt ? 'yes (too late)' : 'no'}` };
+        }
+      }
+      await sleep(5);
+    }
+    return undefined;
+  }
+
+  #retrievingRuns() {
+    return [...this.#options.runs.entries.values()].filter((entry) =>
+      entry.uid && !entry.gone && entry.latest?.status?.job?.exitCode !== undefined && !entry.latest.status.results?.retrievedAt);
+  }
+
+  async #markerPaths(): Promise<{ run: string; uid: string; marker: string }[]> {
+    const wanted = new Map(this.#retrievingRuns().map((entry) => [entry.uid!, entry.planned.name]));
+    if (wanted.size === 0) return [];
+    const pods = await simPods(this.#options.adminUrl).catch(() => []);
+    const out: { run: string; uid: string; marker: string }[] = [];
+    for (const pod of pods) {
+      const uid = pod.env.RUNPOD_OPERATOR_RUN;
+      const run = uid ? wanted.get(uid) : undefined;
+      if (!uid || !run || pod.deletedAt !== null) continue;
+      // Any process of the pod sees its /workspace; the container's own see the run directory.
+      for (const proc of pod.processes) {
+        const root = `/proc/${proc.pid}/root`;
+        if (existsSync(join(root, DEFAULT_RUN_DIR))) {
+          out.push({ run, uid, marker: join(root, podPath(DEFAULT_RUN_DIR, 'retrieved')) });
+          break;
+        }
+      }
+    }
+    return out;
+  }
+
+  async #runOfPod(podId: string): Promise<string | undefined> {
+    const pod = (await simPods(this.#options.adminUrl).catch(() => [])).find((p) => p.id === podId);
+    const uid = pod?.env.RUNPOD_OPERATOR_RUN;
+    return uid ? this.#options.runs.byUid(uid)?.planned.name : undefined;
+  }
+}
+
+function createName(exchange: Exchange): string {
+  try {
+    const body = JSON.parse(exchange.body.toString('utf8')) as { name?: unknown };
+    return typeof body.name === 'string' ? body.name : '?';
+  } catch {
+    return '?';
+  }
+}
+
+function podIdOf(answer: Answer): string | undefined {
+  try {
+    const body = JSON.parse(answer.body.toString('utf8')) as { id?: unknown };
+    return typeof body.id === 'string' ? body.id : undefined;
+  } catch {
+    return undefined;
+  }
+}

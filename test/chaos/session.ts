@@ -1,0 +1,238 @@
+// One chaos session: a fresh namespace on the given API server, the simulator, the proxy and the
+// controller process; the schedule played out (applies, user actions, faults, kills); then the wait
+// for every run to end, the deletion of every run, and the figures.
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { injectFault, simPods } from '../runpod-sim/client.ts';
+import { startSimulator, type SimConfigInput } from '../runpod-sim/server.ts';
+import { runKubectl } from '../support/kubectl.ts';
+import { ControllerProcess } from './controller.ts';
+import { faultGenerators } from './faults.ts';
+import { billedPastDeadline, doubleBilling, finalizersLeft, podsLeaked, resultsLostOrUnverified, runsNotTerminal, type Figure } from './invariants.ts';
+import { Killer, type KillRecord } from './killer.ts';
+import { startProxy } from './proxy.ts';
+import { isTerminalPhase, outcomeOf, RunBook } from './runbook.ts';
+import type { PlannedFault, Schedule } from './schedule.ts';
+import { runManifest } from './workload.ts';
+
+export interface SessionOptions {
+  schedule: Schedule;
+  kubeConfig: KubeConfig;
+  kubeconfigPath: string;
+  /** Where the controller's log and the result store go. */
+  workDir: string;
+  /** Total GPUs of stock (split over the two GPU types the runs ask for). */
+  stock: number;
+  /** How long, after the schedule played out, every run gets to end. */
+  settleTimeoutMs: number;
+  /** Billing this long past a pod's deadline still counts as on time (controller margin + confirm). */
+  billingMarginMs: number;
+  windowTimeoutMs: number;
+  /**
+   * Before deleting the runs, wait until every kept pod's deadline (+ margin) has passed, so that the
+   * deadline of kept pods is judged too (else a session may end before it).
+   */
+  holdKeptPods: boolean;
+  say: (line: string) => void;
+}
+
+export interface FaultRecord { planned: PlannedFault; atMs: number; fired: boolean; detail: string }
+
+export interface SessionReport {
+  schedule: Schedule;
+  namespace: string;
+  figures: Figure[];
+  /** Every pod the simulator rented, for the story behind a figure. */
+  pods: { id: string; name: string; run: string; createdAt: string; deletedAt: string | null; deletedBy: string | null }[];
+  /** Staging directories a killed retrieval left in the result store (litter, not a broken promise). */
+  stagingLeft: string[];
+  outcomes: { name: string; kind: string; outcome: string; message: string; attempts: number; pods: number }[];
+  kills: KillRecord[];
+  faults: FaultRecord[];
+  controllerLog: string;
+  durationMs: number;
+}
+
+const apiKey = 'rpa_CHAOS_KEY_DO_NOT_LOG_7d3e91';
+const controllerSettings = { pollInterval: '2s', deadlineMargin: '5s', watchdogPeriod: '2s' };
+
+export function simConfig(stock: number): SimConfigInput {
+  const first = Math.ceil(stock / 2);
+  return {
+    gpuTypes: [
+      { id: 'NVIDIA GeForce RTX 4090', displayName: 'RTX 4090', memoryInGb: 24, pricePerHour: { secure: 0.69, community: 0.34 }, stock: { 'EU-RO-1': first } },
+      { id: 'NVIDIA A40', displayName: 'A40', memoryInGb: 48, pricePerHour: 0.40, stock: { 'EU-RO-1': stock - first } },
+    ],
+    // The controller polls every 2 s here (10 s by default): the quota scales with it.
+    rateLimits: { minute: { quota: 300, seconds: 60 }, hour: { quota: 15_000, seconds: 3600 } },
+    timings: { restartDelayMs: 1000 },
+  };
+}
+
+export async function runSession(options: SessionOptions): Promise<SessionReport> {
+  const { schedule, say } = options;
+  const started = Date.now();
+  const elapsed = () => Date.now() - started;
+  const kubectl = (args: string[], input?: string) => runKubectl(['--kubeconfig', options.kubeconfigPath, ...args], input);
+  const namespace = `chaos-s${schedule.seed}-${Date.now().toString(36)}`;
+  const resultsDir = join(options.workDir, 'results');
+  mkdirSync(resultsDir, { recursive: true });
+  await must(kubectl(['create', 'namespace', namespace]));
+  await must(kubectl(['create', 'secret', 'generic', 'runpod', '-n', namespace, `--from-literal=apiKey=${apiKey}`]));
+
+  const sim = await startSimulator({ apiKeys: [apiKey], config: simConfig(options.stock) });
+  const runs = new RunBook(options.kubeConfig, namespace, schedule.runs);
+  const controllerLog = join(options.workDir, 'controller.log');
+  // Only the controller calls the proxy, and it starts once the killer exists.
+  const proxy = await startProxy({ host: '127.0.0.1', port: sim.port }, (exchange, forward) => killer.handle(exchange, forward));
+  const controller = new ControllerProcess({
+    kubeconfig: options.kubeconfigPath, namespace, clusterId: `chaos-${namespace}`, runpodApiUrl: proxy.url, podApiUrl: sim.baseUrl,
+    resultsDir, logFile: controllerLog, ...controllerSettings,
+  });
+  const killer: Killer = new Killer({ controller, runs, adminUrl: sim.adminUrl, resultsRoot: join(resultsDir, namespace), elapsed, windowTimeoutMs: options.windowTimeoutMs });
+  const faults: FaultRecord[] = [];
+  let polling = true;
+  const poller = (async () => {
+    while (polling) {
+      await runs.refresh().catch(() => undefined);
+      await sleep(500);
+    }
+  })();
+
+  try {
+    controller.start();
+    say(`namespace ${namespace}; simulator ${sim.baseUrl}; controller log ${controllerLog}`);
+    const at = (ms: number) => sleep(Math.max(0, ms - elapsed()));
+    const applies = schedule.runs.map(async (run) => {
+      await at(run.applyAtMs);
+      const applied = await must(kubectl(['apply', '-n', namespace, '-f', '-', '-o', 'jsonpath={.metadata.uid}'], JSON.stringify(runManifest(run))));
+      const entry = runs.entries.get(run.name)!;
+      entry.uid = applied.stdout.trim();
+      if (run.actionAfterMs === undefined) return;
+      await at(run.applyAtMs + run.actionAfterMs);
+      // A user's action may come too late (the run already ended): it is reported, not fatal.
+      const action = run.kind === 'cancel'
+        ? ['patch', 'rpr', run.name, '-n', namespace, '--type', 'merge', '-p', '{"spec":{"cancel":true}}']
+        : ['delete', 'rpr', run.name, '-n', namespace, '--wait=false'];
+      if (run.kind === 'delete') entry.deleteRequested = true;
+      const done = await kubectl(action);
+      if (done.status !== 0) say(`${action[0]} ${run.name} failed: ${done.stderr.trim()}`);
+    });
+    const injections = (async () => {
+      for (const fault of schedule.faults) {
+        await at(fault.atMs);
+        faults.push(await fire(fault, sim.adminUrl, runs, elapsed()));
+      }
+    })();
+    const kills = (async () => {
+      for (const kill of schedule.kills) {
+        await at(kill.atMs);
+        await killer.execute(kill);
+        const record = killer.records.at(-1)!;
+        say(`kill ${killer.records.length}/${schedule.kills.length} at ${Math.round(elapsed() / 1000)}s: ${kill.window}${record.hit ? '' : ' (missed)'} ${record.run ?? ''} ${record.detail}`);
+      }
+    })();
+    await Promise.all([...applies, injections, kills]);
+    say(`schedule played out at ${Math.round(elapsed() / 1000)}s; waiting up to ${options.settleTimeoutMs / 1000}s for every run to end`);
+
+    const settleUntil = Date.now() + options.settleTimeoutMs;
+    while (Date.now() < settleUntil) {
+      await runs.refresh().catch(() => undefined);
+      const open = [...runs.entries.values()].filter((e) => !e.gone && !(isTerminalPhase(e.latest) && !e.deleteRequested));
+      if (open.length === 0) break;
+      await sleep(2000);
+    }
+    if (options.holdKeptPods) await holdKeptPods(runs, options.billingMarginMs, say);
+    polling = false;
+    await poller;
+    await runs.refresh();
+    const notTerminal = runsNotTerminal(runs);
+    const outcomes = [...runs.entries.values()].map((entry) => ({
+      name: entry.planned.name, kind: entry.planned.kind, outcome: outcomeOf(entry), message: entry.latest?.status?.message ?? '',
+      attempts: entry.latest?.status?.attempts?.length ?? 0, pods: 0,
+    }));
+
+    say('deleting every run');
+    await kubectl(['delete', 'rpr', '--all', '-n', namespace, '--wait=false']);
+    const deleteUntil = Date.now() + 120_000;
+    let leftover = await runs.list();
+    while (leftover.length > 0 && Date.now() < deleteUntil) {
+      await sleep(1000);
+      leftover = await runs.list();
+    }
+    // What the finalizer waited for is done: nothing of ours may bill now (a few seconds for processes to go).
+    let pods = await simPods(sim.adminUrl);
+    for (let i = 0; i < 15 && podsLeaked(pods).value > 0; i++) {
+      await sleep(1000);
+      pods = await simPods(sim.adminUrl);
+    }
+    const now = Date.now();
+    const figures = [
+      notTerminal,
+      podsLeaked(pods),
+      billedPastDeadline(pods, runs, options.billingMarginMs, now),
+      doubleBilling(pods, runs, now),
+      resultsLostOrUnverified(runs, pods),
+      finalizersLeft(leftover.map((run) => ({ name: run.metadata.name ?? '', finalizers: run.metadata.finalizers ?? [], message: run.status?.message ?? '' }))),
+    ];
+    for (const outcome of outcomes) {
+      const uid = runs.entries.get(outcome.name)?.uid;
+      outcome.pods = pods.filter((pod) => uid && pod.env.RUNPOD_OPERATOR_RUN === uid).length;
+    }
+    const stagingLeft = leftoverStaging(join(resultsDir, namespace));
+    const rented = pods.map((pod) => ({
+      id: pod.id, name: pod.name, run: runs.byUid(pod.env.RUNPOD_OPERATOR_RUN ?? '')?.planned.name ?? '?',
+      createdAt: pod.createdAt, deletedAt: pod.deletedAt, deletedBy: pod.deletedBy,
+    }));
+    return { schedule, namespace, figures, stagingLeft, pods: rented, outcomes, kills: killer.records, faults, controllerLog, durationMs: elapsed() };
+  } finally {
+    polling = false;
+    await poller;
+    await controller.stop();
+    await proxy.stop();
+    await sim.stop();
+  }
+}
+
+async function fire(fault: PlannedFault, adminUrl: string, runs: RunBook, atMs: number): Promise<FaultRecord> {
+  const generator = faultGenerators[fault.name];
+  let target: { id: string; runName: string } | undefined;
+  if (generator.targetsPod) {
+    const live = (await simPods(adminUrl)).filter((pod) => pod.deletedAt === null).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+    const pod = live[Math.floor(fault.podPick * live.length)];
+    if (!pod) return { planned: fault, atMs, fired: false, detail: 'no live pod to aim at' };
+    target = { id: pod.id, runName: runs.byUid(pod.env.RUNPOD_OPERATOR_RUN ?? '')?.planned.name ?? pod.name };
+  }
+  const body = generator.arm(fault.params, target);
+  if (!body) return { planned: fault, atMs, fired: false, detail: 'nothing to aim at' };
+  try {
+    await injectFault(adminUrl, body);
+    return { planned: fault, atMs, fired: true, detail: JSON.stringify(body) + (target ? ` (run ${target.runName})` : '') };
+  } catch (error) {
+    return { planned: fault, atMs, fired: false, detail: String(error) };
+  }
+}
+
+/** Waits (at most 5 minutes) until the deadline + margin of every kept pod has passed. */
+async function holdKeptPods(runs: RunBook, marginMs: number, say: (line: string) => void): Promise<void> {
+  const limits = [...runs.entries.values()]
+    .filter((entry) => entry.planned.kind === 'keep-pod' && !entry.gone && entry.latest?.status?.pod?.createdAt && entry.latest.status.pod.state !== 'Deleted')
+    .map((entry) => Date.parse(entry.latest!.status!.pod!.createdAt!) + entry.planned.maxRuntimeSeconds * 1000 + marginMs + 5000);
+  const until = Math.min(Math.max(0, ...limits), Date.now() + 300_000);
+  if (until <= Date.now()) return;
+  say(`holding ${limits.length} kept pods for ${Math.round((until - Date.now()) / 1000)}s: until their deadline + margin has passed`);
+  await sleep(until - Date.now());
+}
+
+function leftoverStaging(root: string): string[] {
+  if (!existsSync(root)) return [];
+  return readdirSync(root).flatMap((run) => readdirSync(join(root, run)).filter((name) => name.includes('.partial-')).map((name) => join(root, run, name)));
+}
+
+async function must<T extends { status: number; stderr: string }>(result: Promise<T>): Promise<T> {
+  const done = await result;
+  if (done.status !== 0) throw new Error(`kubectl failed: ${done.stderr}`);
+  return done;
+}

@@ -1,0 +1,81 @@
+// The runs a chaos session applies: each kind has a job, limits and what the user does to it
+// mid-run, and the outcomes a user would expect of it. Under faults a run may end otherwise (a
+// success-type run may end NoCapacity or PodLost): outcomes are reported, the invariants are judged.
+import { group, version } from '../../src/api/runpodrun.ts';
+import type { Random } from './random.ts';
+
+export const runKinds = ['success', 'job-failure', 'deadline', 'cancel', 'delete', 'keep-pod'] as const;
+export type RunKind = (typeof runKinds)[number];
+
+/** How often each kind is drawn once every kind has had its first run. */
+const kindWeights: Record<RunKind, number> = { success: 4, 'job-failure': 1, deadline: 1, cancel: 1, delete: 1, 'keep-pod': 1 };
+
+export interface PlannedRun {
+  name: string;
+  kind: RunKind;
+  /** When it is applied, from the session's start. */
+  applyAtMs: number;
+  /** How long the job runs (a job meant to be stopped runs far longer than the session). */
+  jobSeconds: number;
+  exitCode: number;
+  resultBytes: number;
+  maxRuntimeSeconds: number;
+  /** cancel / delete: how long after the apply the user does it. */
+  actionAfterMs?: number;
+}
+
+/** What a run of this kind ends as when nothing goes wrong ("Phase/Reason"; "deleted" for a run the user deleted). */
+export const expectedOutcome: Record<RunKind, string> = {
+  success: 'Succeeded/Succeeded', 'job-failure': 'Failed/JobFailed', deadline: 'Failed/DeadlineExceeded',
+  cancel: 'Failed/Cancelled', delete: 'deleted', 'keep-pod': 'Succeeded/Succeeded',
+};
+
+/** Kinds whose job exits 0 on its own: a result the user must get unless the pod was taken away. */
+export const exitsZero = (kind: RunKind): boolean => kind === 'success' || kind === 'keep-pod';
+
+export function planRun(random: Random, index: number, kind: RunKind, applyAtMs: number): PlannedRun {
+  const name = `chaos-${String(index + 1).padStart(3, '0')}-${kind}`;
+  const resultBytes = random.int(1, 8) * 256 * 1024;
+  const base = { name, kind, applyAtMs, resultBytes, exitCode: 0, jobSeconds: random.int(3, 20), maxRuntimeSeconds: 300 };
+  switch (kind) {
+    case 'success': return base;
+    case 'job-failure': return { ...base, exitCode: random.pick([1, 3, 42]) };
+    case 'deadline': return { ...base, jobSeconds: 3600, maxRuntimeSeconds: random.int(30, 45) };
+    case 'cancel': return { ...base, jobSeconds: 3600, actionAfterMs: random.int(8, 45) * 1000 };
+    case 'delete': return { ...base, jobSeconds: 3600, actionAfterMs: random.int(5, 45) * 1000 };
+    // The deadline is absolute for a kept pod too: a short one lands inside the session.
+    case 'keep-pod': return { ...base, maxRuntimeSeconds: random.int(45, 240) };
+  }
+}
+
+/** Every kind once (shuffled) while there is room, then weighted draws. */
+export function drawKinds(random: Random, count: number): RunKind[] {
+  const first = random.shuffle(runKinds).slice(0, Math.min(count, runKinds.length));
+  const rest = Array.from({ length: Math.max(0, count - first.length) }, () => random.weighted(kindWeights));
+  return [...first, ...rest];
+}
+
+/** The job: writes its name and some random bytes into output/, sleeps, exits with the planned code. */
+export function jobScript(run: PlannedRun): string {
+  return [
+    'mkdir -p output',
+    `printf %s ${run.name} > output/name.txt`,
+    `head -c ${run.resultBytes} /dev/urandom > output/data.bin`,
+    `sleep ${run.jobSeconds}`,
+    `exit ${run.exitCode}`,
+  ].join(' && ');
+}
+
+export function runManifest(run: PlannedRun): object {
+  return {
+    apiVersion: `${group}/${version}`, kind: 'RunpodRun', metadata: { name: run.name, labels: { 'chaos.runpod-operator.dev/kind': run.kind } },
+    spec: {
+      credentials: { secretName: 'runpod' }, image: 'runpod/base:0.6.2',
+      gpu: { types: ['NVIDIA GeForce RTX 4090', 'NVIDIA A40'] },
+      job: { command: ['sh', '-c', jobScript(run)] },
+      results: { path: 'output' },
+      limits: { maxRuntimeSeconds: run.maxRuntimeSeconds, readyTimeoutSeconds: 60 },
+      ...(run.kind === 'keep-pod' ? { keepPod: true } : {}),
+    },
+  };
+}
