@@ -71,6 +71,15 @@ export const faultGenerators = {
     plan: (random) => ({ count: random.int(1, 2), delayMs: random.pick([3000, 10_000, 25_000, 70_000]) }),
     arm: (params) => ({ fault: 'slow-boot', count: num(params, 'count'), delayMs: num(params, 'delayMs') }),
   },
+  'container-exit': {
+    targetsPod: true,
+    // Mostly a crash that Runpod restarts (the job dies with it); sometimes a pod left EXITED or ERROR.
+    plan: (random) => ({ count: 1, status: random.pick(['RUNNING', 'RUNNING', 'EXITED', 'ERROR']), afterMs: random.pick([0, 2000]) }),
+    arm: (params, target) => target && {
+      fault: 'container-exit', count: num(params, 'count'), podId: target.id,
+      status: String(params.status) as 'RUNNING', afterMs: num(params, 'afterMs'),
+    },
+  },
 } satisfies Record<string, FaultGenerator>;
 
 export type FaultGeneratorName = keyof typeof faultGenerators;
