@@ -2,7 +2,7 @@
 // a temporary directory beside it and the directory is renamed into place only once every file is
 // verified, so a reader never sees a partial result.
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { lstat, mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 
 export function resultLocation(resultsDir: string, namespace: string, name: string, uid: string): string {
@@ -59,3 +59,26 @@ export async function discardStaging(staging: string): Promise<void> {
 
 export const jobLogName = 'job.log';
 export const resultsSubdirectory = (location: string): string => join(location, 'results');
+
+/**
+ * What a committed location holds: only verified results are ever renamed into place, so its
+ * existence is the proof. Files are counted as retrieval counts them (everything under results/ that
+ * is not a directory, links included); undefined when nothing was committed.
+ */
+export async function committedResults(location: string): Promise<{ files: number; bytes: number; committedAt: Date } | undefined> {
+  let committedAt: Date;
+  try {
+    committedAt = (await lstat(location)).ctime;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  let files = 0;
+  let bytes = 0;
+  for (const entry of await readdir(resultsSubdirectory(location), { recursive: true, withFileTypes: true }).catch(() => [])) {
+    if (entry.isDirectory()) continue;
+    files += 1;
+    if (entry.isFile()) bytes += (await lstat(join(entry.parentPath, entry.name))).size;
+  }
+  return { files, bytes, committedAt };
+}

@@ -89,6 +89,7 @@ function decideStep(ctx: Context): Step {
   }
 
   adoptAfterAmbiguousCreate(ctx);
+  adoptStoredResults(ctx);
   markStrays(ctx);
   if (spec.cancel && !cancelNeedsThePod(ctx)) markCurrentPodForDeletion(ctx);
   const deleting = continueDeletions(ctx);
@@ -104,6 +105,18 @@ function decideStep(ctx: Context): Step {
   }
   if (!podAlive) return provision(ctx, spec);
   return followPod(ctx, spec);
+}
+
+/**
+ * Results the store holds verified while the status records none (the status write after the commit
+ * was lost to a crash): they are this run's, so the run goes on as if that write had happened, rather
+ * than ending ResultsUnverified once the watchdog deletes the marked pod.
+ */
+function adoptStoredResults(ctx: Context): void {
+  const { obs, status } = ctx;
+  const stored = obs.storedResults;
+  if (!stored || status.results?.retrievedAt || !status.job?.finishedAt) return;
+  applyRetrievalOutcome(obs, status, { kind: 'verified', ...stored });
 }
 
 /** A cancelled run whose job started keeps its pod until what results exist are retrieved (a few tries). */

@@ -56,11 +56,19 @@ export interface Observation {
   spend?: SpendFacts;
   /** Failed retrieval tries of this run in this process. */
   retrievalFailures: number;
+  /**
+   * Verified results this run's store already holds although the status records none: a controller
+   * that committed them (and marked them retrieved on the pod) died before its status write. Read only
+   * while the status lacks results after the job ended.
+   */
+  storedResults?: StoredResults;
   settings: DecideSettings;
 }
 
 /** USD per hour: the account's limit, what its running pods cost, what the refused pod would cost. */
 export interface SpendFacts { limitUsdPerHour?: number; runningUsdPerHour?: number; podUsdPerHour?: number }
+
+export interface StoredResults { files: number; bytes: number; location: string; verifiedAt: Date }
 
 export interface Deletion { sentAt?: Date; notFoundLooks: number }
 

@@ -6,7 +6,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { finalizer, parseSpec, skipCleanupAnnotation, type RunpodRun } from '../api/runpodrun.ts';
 import type { RunpodRunStatus } from '../api/status.ts';
 import { registerSecret, type Logger } from '../log.ts';
-import { resultLocation } from '../results/store.ts';
+import { committedResults, resultLocation } from '../results/store.ts';
 import { connectPinned, HostKeyMismatchError, type SshConnection } from '../ssh/index.ts';
 import { conditionIs, isTerminal } from './conditions.ts';
 import { resolveJobInputs, type JobInputsVerdict } from './job-inputs.ts';
@@ -122,6 +122,10 @@ export class RunReconciler {
     const ssh = await this.#connectIfReady(run, status, sshKeys, call.signal);
     const podState = ssh ? await readPodState(ssh, call.signal).catch((error: unknown) => this.#unreadable(run, error)) : undefined;
     const now = this.#options.now?.() ?? new Date();
+    const location = resultLocation(this.#options.resultsDir, namespace, run.metadata.name, uid);
+    const storedResults = status.job?.finishedAt && !status.results?.retrievedAt && !isTerminal(status.phase)
+      ? await committedResults(location).then((found) => found && { files: found.files, bytes: found.bytes, location, verifiedAt: found.committedAt })
+      : undefined;
     const obs: Observation = {
       now,
       run: {
@@ -143,13 +147,14 @@ export class RunReconciler {
       jobInputs: jobInputs.ok ? { ok: true } : jobInputs,
       podState,
       retrievalFailures: this.#retrievalFailures.get(uid) ?? 0,
+      ...(storedResults ? { storedResults } : {}),
       spend: this.#spend.has(uid) || snapshot ? { ...this.#spend.get(uid), runningUsdPerHour: snapshot?.runningUsdPerHour } : undefined,
       settings: this.#options.settings,
     };
     const context: Omit<ActContext, 'run'> = {
       obs, spec, client: account?.client, sshKeys, runs: this.runs, ssh,
       jobInputs: jobInputs.ok ? jobInputs.inputs : undefined,
-      resultLocation: resultLocation(this.#options.resultsDir, namespace, run.metadata.name, uid),
+      resultLocation: location,
       memory: { deletions: this.#deletions, catalogs: this.#catalogs, retrievalFailures: this.#retrievalFailures, spend: this.#spend },
       refreshPods: () => account?.observer.refreshSoon(),
       signal: call.signal, progress: call.progress, metrics: this.#options.metrics,

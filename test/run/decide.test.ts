@@ -486,3 +486,38 @@ describe('decide: the job on a ready pod', () => {
     assert.equal(d.status.pod?.state, 'Deleting');
   });
 });
+
+describe('decide: a crash between the retrieved marker and the status write', () => {
+  // The controller committed verified results to its store and marked them retrieved on the pod, then
+  // died before writing the status; the watchdog deleted the pod on the marker. Found by the chaos suite.
+  const exited = (): RunpodRunStatus => {
+    const ssh = { host: '127.0.0.1', port: 2222 };
+    const state: PodState = {
+      runDirMissing: false, now: 0, bootstrap: { status: 'ok' }, watchdog: { status: 'ok' },
+      job: { status: 'exited', startedAt: 1_800_000_000, endedAt: 1_800_000_100, exitCode: 0, pid: null, cancelled: false },
+      retrieved: false, keep: false, deleteFailed: null, logTail: '',
+    };
+    return decide(observe({ now: at(5), pods: { listedAt: at(5), items: [pod({ ssh })] }, podState: state }, readyStatus())).status;
+  };
+  const gone = { now: at(60), pods: { listedAt: at(60), items: [] }, deletions: { p1: { notFoundLooks: 3 } } };
+  const stored = { files: 3, bytes: 42, location: '/results/ns/r/uid-1', verifiedAt: at(20) };
+
+  test('results found verified in the store are adopted: the run succeeds instead of ending ResultsUnverified', () => {
+    const before = exited();
+    assert.equal(before.phase, 'Retrieving');
+    const adopted = decide(observe({ ...gone, storedResults: stored }, before));
+    assert.equal(adopted.status.reason, 'Retrieving');
+    assert.deepEqual(adopted.action, { type: 'deletePod', podId: 'p1' });
+    // The delete was sent and Runpod has no such pod (the watchdog deleted it): the run ends.
+    const confirmed = { now: at(90), pods: { listedAt: at(90), items: [] }, deletions: { p1: { sentAt: at(61), notFoundLooks: 3 } } };
+    const status = decide(observe({ ...confirmed, storedResults: stored }, adopted.status)).status;
+    assert.equal(status.phase, 'Succeeded', JSON.stringify(status));
+    assert.deepEqual(status.results, { files: 3, bytes: 42, location: '/results/ns/r/uid-1', retrievedAt: at(20).toISOString() });
+    assert.ok(status.conditions?.some((c) => c.type === 'ResultsRetrieved' && c.status === 'True'));
+  });
+
+  test('with nothing in the store the pod\'s end is still ResultsUnverified', () => {
+    const d = decide(observe(gone, exited()));
+    assert.equal(d.status.reason, 'ResultsUnverified');
+  });
+});
