@@ -148,12 +148,30 @@ function afterTheEnd(ctx: Context): Step {
   const { obs, status } = ctx;
   if (!everCreated(status)) return done;
   if (!obs.pods) return wait(1000);
-  const keep = obs.spec.ok && obs.spec.spec.keepPod;
+  const keep = obs.spec.ok && obs.spec.spec.keepPod && stillKept(ctx, obs.spec.spec);
   for (const pod of obs.pods.items) {
     if (!(keep && pod.id === status.pod?.id)) addStray(status, pod.id);
   }
   if (!keep) markCurrentPodForDeletion(ctx);
   return continueDeletions(ctx) ?? (keep && status.pod?.state !== 'Deleted' ? wait(obs.settings.pollIntervalMs) : done);
+}
+
+/**
+ * keepPod keeps a pod after its job ended until the run is deleted, cancel is set, or its deadline
+ * (+ margin) or cost cap passes: both are absolute, as on the pod (DESIGN.md §1). Says why when not.
+ */
+function stillKept(ctx: Context, spec: RunpodRunSpec): boolean {
+  const { obs, status } = ctx;
+  const pod = status.pod;
+  if (!pod?.id || pod.state === 'Deleted' || pod.state === 'Deleting') return true;
+  const cap = spec.limits.maxCostUsd;
+  const why = spec.cancel ? 'spec.cancel is set'
+    : obs.now.getTime() > Date.parse(pod.deadline ?? '') + obs.settings.deadlineMarginMs ? 'its deadline (spec.limits.maxRuntimeSeconds) passed'
+      : cap !== undefined && Number(status.estimatedCostUsd ?? 0) >= Number(cap) ? `the estimated spend reached spec.limits.maxCostUsd (${cap})`
+        : undefined;
+  if (!why) return true;
+  ctx.events.push({ type: 'Normal', reason: spec.cancel ? 'Cancelled' : why.startsWith('its deadline') ? 'DeadlineExceeded' : 'CostCapReached', note: `pod ${pod.name ?? ''} was kept (keepPod) and is deleted now: ${why}` });
+  return false;
 }
 
 function addStray(status: RunpodRunStatus, podId: string): void {
@@ -366,7 +384,7 @@ function followPod(ctx: Context, spec: RunpodRunSpec): Step {
     pod.sshPort = listed.ssh.port;
   }
   const cap = spec.limits.maxCostUsd;
-  if (cap !== undefined && status.estimatedCostUsd !== undefined && Number(status.estimatedCostUsd) >= Number(cap) && !spec.keepPod) {
+  if (cap !== undefined && status.estimatedCostUsd !== undefined && Number(status.estimatedCostUsd) >= Number(cap)) {
     pod.state = 'Deleting';
     return fail(ctx, 'CostCapReached', `the estimated spend ${status.estimatedCostUsd} USD reached spec.limits.maxCostUsd (${cap}); deleted by the controller`);
   }

@@ -1,0 +1,112 @@
+// decide() for the limits a run's pod lives under, whoever else is watching: the deadline and the cost
+// cap are absolute (keepPod too), the controller bounds the watchdog's verdict, the boot grace and the
+// retrieve grace itself, a cancel is bounded in time, the cost counts every pod of the run, and a run
+// that lost its credentials mid-run keeps its phase and its guards.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { parseSpec } from '../../src/api/runpodrun.ts';
+import type { RunpodRunStatus } from '../../src/api/status.ts';
+import { applyCreateOutcome, applyProbeOutcome, applyRetrievalOutcome, decide } from '../../src/run/decide.ts';
+import type { PodState } from '../../src/pod/index.ts';
+import type { Observation, PodView } from '../../src/run/model.ts';
+
+const t0 = new Date('2026-12-01T12:00:00Z');
+const at = (seconds: number) => new Date(t0.getTime() + seconds * 1000);
+const ssh = { host: '127.0.0.1', port: 2222 };
+
+function spec(extra: Record<string, unknown> = {}, limits: Record<string, unknown> = {}) {
+  const verdict = parseSpec({
+    credentials: { secretName: 'runpod' }, image: 'img', gpu: { types: ['A', 'B'] },
+    job: { command: ['true'] }, limits: { maxRuntimeSeconds: 600, readyTimeoutSeconds: 60, ...limits }, ...extra,
+  });
+  assert.ok(verdict.ok, JSON.stringify(verdict));
+  return verdict;
+}
+
+const pod = (over: Partial<PodView> = {}): PodView =>
+  ({ id: 'p1', name: 'r-1', status: 'RUNNING', gpuType: 'A', gpuCount: 1, costPerHour: 0.5, createdAt: t0.toISOString(), ssh, ...over });
+
+/** At `seconds`, with a list of that moment showing `items` (pod p1 by default). */
+function observe(seconds: number, status: RunpodRunStatus, over: Partial<Observation> = {}, items: PodView[] = [pod()]): Observation {
+  return {
+    now: at(seconds),
+    run: { name: 'r', namespace: 'ns', uid: 'uid-1', generation: 1, deleting: false, hasFinalizer: true, skipCleanup: false },
+    spec: spec(),
+    status,
+    credentials: { found: true },
+    sshKeysReady: true,
+    pods: { listedAt: at(seconds), items },
+    deletions: {},
+    jobInputs: { ok: true },
+    retrievalFailures: 0,
+    settings: { ambiguousLookupMs: 10_000, deadlineMarginMs: 60_000, goneLooks: 3, pollIntervalMs: 5000 },
+    ...over,
+  };
+}
+
+const state = (over: Partial<PodState> = {}, job: Partial<PodState['job']> = {}): PodState => ({
+  runDirMissing: false, now: 0, bootstrap: { status: 'ok' }, watchdog: { status: 'ok' },
+  job: { status: 'none', startedAt: null, endedAt: null, exitCode: null, pid: null, cancelled: false, ...job },
+  retrieved: false, keep: false, deleteFailed: null, logTail: '', ...over,
+});
+const unixAt = (seconds: number): number => Math.floor(at(seconds).getTime() / 1000);
+
+/** Pod p1 created at t0 on type A and ready (PodReady) at `readyAt`. */
+function readyStatus(readyAt = 2, specOver = spec()): RunpodRunStatus {
+  const obs = observe(0, {}, { spec: specOver }, []);
+  const first = decide(obs);
+  applyCreateOutcome(obs, first.status, 'r-1', { kind: 'created', pod: pod() });
+  first.status.pod!.sshHost = ssh.host;
+  first.status.pod!.sshPort = ssh.port;
+  applyProbeOutcome(observe(readyAt, first.status, { spec: specOver }), first.status, { kind: 'ready' });
+  return first.status;
+}
+
+/** A run that ended Succeeded with its pod kept (keepPod), results verified at 100 s. */
+function keptAfterSuccess(): RunpodRunStatus {
+  const kept = spec({ keepPod: true });
+  const exited = state({ keep: true }, { status: 'exited', startedAt: unixAt(10), endedAt: unixAt(90), exitCode: 0 });
+  const obs = observe(95, readyStatus(2, kept), { spec: kept, podState: exited });
+  const retrieving = decide(obs);
+  assert.deepEqual(retrieving.action, { type: 'retrieveResults' });
+  applyRetrievalOutcome(obs, retrieving.status, { kind: 'verified', files: 1, bytes: 1, location: '/r', verifiedAt: at(100) });
+  const end = decide(observe(101, retrieving.status, { spec: kept }));
+  assert.equal(end.status.phase, 'Succeeded');
+  assert.notEqual(end.status.pod?.state, 'Deleting');
+  return end.status;
+}
+
+describe('keepPod: the deadline is absolute for every pod (item 3)', () => {
+  test('a kept pod of a finished run stays until its deadline + margin, then the controller deletes it', () => {
+    const kept = spec({ keepPod: true });
+    const ended = keptAfterSuccess();
+    const before = decide(observe(600 + 59, ended, { spec: kept }));
+    assert.deepEqual(before.action, { type: 'none' }, 'kept within the deadline + margin');
+    const after = decide(observe(600 + 61, ended, { spec: kept }));
+    assert.deepEqual(after.action, { type: 'deletePod', podId: 'p1' });
+    assert.equal(after.status.phase, 'Succeeded', 'the run\'s outcome stays');
+    assert.equal(after.status.pod?.state, 'Deleting');
+    assert.ok(after.events.some((e) => e.reason === 'DeadlineExceeded' && /kept/.test(e.note)), JSON.stringify(after.events));
+  });
+
+  test('a kept pod of a finished run goes when cancel is set', () => {
+    const ended = keptAfterSuccess();
+    const cancelled = decide(observe(200, ended, { spec: spec({ keepPod: true, cancel: true }) }));
+    assert.deepEqual(cancelled.action, { type: 'deletePod', podId: 'p1' });
+  });
+
+  test('a kept pod of a finished run goes at the cost cap', () => {
+    const capped = spec({ keepPod: true }, { maxRuntimeSeconds: 86_400, maxCostUsd: '0.05' });
+    const ended = keptAfterSuccess();
+    // 0.50 $/h for 400 s: 0.06 USD.
+    const d = decide(observe(400, ended, { spec: capped }));
+    assert.deepEqual(d.action, { type: 'deletePod', podId: 'p1' });
+  });
+
+  test('a kept pod with a running job is deleted at the cost cap like any other', () => {
+    const capped = spec({ keepPod: true }, { maxRuntimeSeconds: 86_400, maxCostUsd: '0.05' });
+    const d = decide(observe(400, readyStatus(2, capped), { spec: capped, podState: state({ keep: true }, { status: 'running', startedAt: unixAt(10) }) }));
+    assert.equal(d.status.reason, 'CostCapReached');
+    assert.equal(d.status.pod?.state, 'Deleting');
+  });
+});
