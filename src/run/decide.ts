@@ -25,6 +25,11 @@ const lookSpacingMs = 2000;
 const deletedListLagToleranceMs = 5 * 60_000;
 /** How long a new pod may be missing from Runpod's lists (API-NOTES S6: seconds) before absence is evidence. */
 const newPodListLagToleranceMs = 60_000;
+/**
+ * How long after readiness the controller waits for the bootstrap's and the watchdog's verdicts: the
+ * watchdog's probe takes at most 5 tries of 10 s, a period apart; past this (+ the margin) it is broken.
+ */
+const verdictBoundMs = 5 * 60_000;
 /** How often an unanswered ambiguous create may be retried on the same GPU type. */
 const lostCreateRetries = 2;
 
@@ -383,12 +388,44 @@ function followPod(ctx: Context, spec: RunpodRunSpec): Step {
     pod.sshHost = listed.ssh.host;
     pod.sshPort = listed.ssh.port;
   }
+  const graceOver = gracePassed(ctx, spec);
+  if (graceOver) {
+    pod.state = 'Deleting';
+    return fail(ctx, ...graceOver);
+  }
   const cap = spec.limits.maxCostUsd;
   if (cap !== undefined && status.estimatedCostUsd !== undefined && Number(status.estimatedCostUsd) >= Number(cap)) {
     pod.state = 'Deleting';
     return fail(ctx, 'CostCapReached', `the estimated spend ${status.estimatedCostUsd} USD reached spec.limits.maxCostUsd (${cap}); deleted by the controller`);
   }
   return followJob(ctx, spec);
+}
+
+/** When PodReady became True (the bounds below count from it). */
+function readySince(status: RunpodRunStatus): number {
+  const ready = status.conditions?.find((c) => c.type === 'PodReady' && c.status === 'True');
+  return Date.parse(ready?.lastTransitionTime ?? '');
+}
+
+/**
+ * The watchdog's graces, enforced by the controller too (+ its margin), whether or not SSH answers: a
+ * pod whose watchdog is broken must not bill until the deadline. The boot grace counts from readiness
+ * (the watchdog starts just before), the retrieve grace from the job's recorded end; a kept pod is
+ * exempt from the retrieve grace (its deadline bounds it), as on the pod.
+ */
+function gracePassed(ctx: Context, spec: RunpodRunSpec): [Reason, string] | undefined {
+  const { obs, status } = ctx;
+  const now = obs.now.getTime();
+  const margin = obs.settings.deadlineMarginMs;
+  const name = status.pod?.name ?? '';
+  if (!status.job?.startedAt && now > readySince(status) + spec.limits.bootGraceSeconds * 1000 + margin) {
+    return ['BootTimeout', `no job started on pod ${name} within spec.limits.bootGraceSeconds (${spec.limits.bootGraceSeconds}s) of its readiness; deleted by the controller`];
+  }
+  const ended = Date.parse(status.job?.finishedAt ?? '');
+  if (!spec.keepPod && !status.results?.retrievedAt && now > ended + spec.limits.retrieveGraceSeconds * 1000 + margin) {
+    return ['ResultsUnverified', `the results of pod ${name} were not verified within spec.limits.retrieveGraceSeconds (${spec.limits.retrieveGraceSeconds}s) of the job's end; deleted by the controller`];
+  }
+  return undefined;
 }
 
 /** A ready pod: verdicts, keepPod, start, follow, cancel and retrieve, read from one SSH exec per poll. */
@@ -406,6 +443,11 @@ function followJob(ctx: Context, spec: RunpodRunSpec): Step {
     return fail(ctx, 'BootFailed', `pod ${pod.name}: ${bootFailure}`);
   }
   if (state.job.status === 'none' && (state.bootstrap.status === 'pending' || state.watchdog.status === 'pending')) {
+    if (obs.now.getTime() > readySince(status) + verdictBoundMs + obs.settings.deadlineMarginMs) {
+      pod.state = 'Deleting';
+      const missing = state.bootstrap.status === 'pending' ? 'the bootstrap' : 'its watchdog';
+      return fail(ctx, 'BootFailed', `pod ${pod.name}: no verdict from ${missing} within ${verdictBoundMs / 60_000} minutes of readiness (+ --deadline-margin); the job is not started and the pod is deleted`);
+    }
     phase(ctx, 'Running', 'PodReady', `pod ${pod.name} is ready; waiting for its watchdog to prove it can delete the pod`);
     return wait(1000);
   }

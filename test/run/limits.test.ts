@@ -110,3 +110,45 @@ describe('keepPod: the deadline is absolute for every pod (item 3)', () => {
     assert.equal(d.status.pod?.state, 'Deleting');
   });
 });
+
+describe('the controller bounds the watchdog\'s verdict, the boot grace and the retrieve grace itself (item 7)', () => {
+  const long = spec({}, { maxRuntimeSeconds: 86_400, bootGraceSeconds: 300, retrieveGraceSeconds: 120 });
+  const margin = 60;
+
+  test('no verdict from the watchdog within 5 minutes (+ margin) of readiness: the pod is deleted, BootFailed', () => {
+    const pending = state({ watchdog: { status: 'pending' } });
+    // A boot grace longer than the verdict's bound, so that only the verdict's bound applies.
+    const patient = spec({}, { maxRuntimeSeconds: 86_400, bootGraceSeconds: 1800 });
+    const ready = readyStatus(2, patient);
+    const waiting = decide(observe(2 + 300 + margin - 1, ready, { spec: patient, podState: pending }));
+    assert.notEqual(waiting.status.pod?.state, 'Deleting');
+    const d = decide(observe(2 + 300 + margin + 1, ready, { spec: patient, podState: pending }));
+    assert.equal(d.status.reason, 'BootFailed');
+    assert.match(d.status.message!, /verdict/);
+    assert.equal(d.status.pod?.state, 'Deleting');
+  });
+
+  test('no job started within bootGraceSeconds (+ margin) of readiness, even with SSH down: deleted, BootTimeout', () => {
+    const ready = readyStatus(2, long);
+    const waiting = decide(observe(2 + 300 + margin - 1, ready, { spec: long }));
+    assert.notEqual(waiting.status.pod?.state, 'Deleting');
+    const d = decide(observe(2 + 300 + margin + 1, ready, { spec: long }));
+    assert.equal(d.status.reason, 'BootTimeout');
+    assert.equal(d.status.pod?.state, 'Deleting');
+  });
+
+  test('results not retrieved within retrieveGraceSeconds (+ margin) of the job\'s end, retrieval failing or SSH down: deleted, ResultsUnverified', () => {
+    const exited = state({}, { status: 'exited', startedAt: unixAt(10), endedAt: unixAt(90), exitCode: 0 });
+    const first = decide(observe(95, readyStatus(2, long), { spec: long, podState: exited }));
+    assert.equal(first.status.job?.finishedAt, at(90).toISOString());
+    const waiting = decide(observe(90 + 120 + margin - 1, first.status, { spec: long, retrievalFailures: 4 }));
+    assert.notEqual(waiting.status.pod?.state, 'Deleting');
+    const d = decide(observe(90 + 120 + margin + 1, first.status, { spec: long, retrievalFailures: 4 }));
+    assert.equal(d.status.reason, 'ResultsUnverified');
+    assert.equal(d.status.pod?.state, 'Deleting');
+    // A kept pod is exempt from the retrieve grace (bounded by its deadline instead), as on the pod.
+    const keptSpec = spec({ keepPod: true }, { maxRuntimeSeconds: 86_400, retrieveGraceSeconds: 120 });
+    const kept = decide(observe(90 + 120 + margin + 1, first.status, { spec: keptSpec, retrievalFailures: 4 }));
+    assert.notEqual(kept.status.pod?.state, 'Deleting');
+  });
+});
