@@ -30,6 +30,8 @@ const newPodListLagToleranceMs = 60_000;
  * watchdog's probe takes at most 5 tries of 10 s, a period apart; past this (+ the margin) it is broken.
  */
 const verdictBoundMs = 5 * 60_000;
+/** How long a cancelled run may keep its pod to retrieve what results exist (at most retrieveGraceSeconds). */
+const cancelRetrieveBoundMs = 10 * 60_000;
 /** How often an unanswered ambiguous create may be retried on the same GPU type. */
 const lostCreateRetries = 2;
 
@@ -95,7 +97,9 @@ function decideStep(ctx: Context): Step {
 
   adoptAfterAmbiguousCreate(ctx);
   markStrays(ctx);
-  if (spec.cancel && !cancelNeedsThePod(ctx)) markCurrentPodForDeletion(ctx);
+  // When the cancel was first seen (durable: its bound survives a restart).
+  if (spec.cancel) setCondition(status, 'CancelRequested', 'True', 'Cancelled', 'spec.cancel is set', obs.run.generation, obs.now);
+  if (spec.cancel && !cancelNeedsThePod(ctx, spec)) markCurrentPodForDeletion(ctx);
   const deleting = continueDeletions(ctx);
   if (deleting) return deleting;
 
@@ -111,11 +115,17 @@ function decideStep(ctx: Context): Step {
   return followPod(ctx, spec);
 }
 
-/** A cancelled run whose job started keeps its pod until what results exist are retrieved (a few tries). */
-function cancelNeedsThePod(ctx: Context): boolean {
+/**
+ * A cancelled run whose job started keeps its pod until what results exist are retrieved: a few tries,
+ * and never longer than retrieveGraceSeconds or 10 minutes (the shorter) after the cancel was seen,
+ * whatever happens meanwhile (SSH down, retrieval throwing): a cancel stops the billing.
+ */
+function cancelNeedsThePod(ctx: Context, spec: RunpodRunSpec): boolean {
   const { status, obs } = ctx;
+  const since = Date.parse(status.conditions?.find((c) => c.type === 'CancelRequested')?.lastTransitionTime ?? obs.now.toISOString());
+  const bound = Math.min(spec.limits.retrieveGraceSeconds * 1000, cancelRetrieveBoundMs);
   return conditionIs(status, 'PodReady') && status.job?.startedAt !== undefined
-    && !status.results?.retrievedAt && obs.retrievalFailures < 3;
+    && !status.results?.retrievedAt && obs.retrievalFailures < 3 && obs.now.getTime() <= since + bound;
 }
 
 /** Results verified and the pod gone (or kept): Succeeded on exit 0, JobFailed otherwise. */

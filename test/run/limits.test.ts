@@ -152,3 +152,37 @@ describe('the controller bounds the watchdog\'s verdict, the boot grace and the 
     assert.notEqual(kept.status.pod?.state, 'Deleting');
   });
 });
+
+describe('cancel is bounded in time (item 6)', () => {
+  const running = state({}, { status: 'running', startedAt: unixAt(10) });
+  const cancel = spec({ cancel: true }, { maxRuntimeSeconds: 86_400, retrieveGraceSeconds: 3600 });
+
+  /** The run as decide left it when it first saw the cancel, at 100 s. */
+  function cancelSeen(): RunpodRunStatus {
+    const base = spec({}, { maxRuntimeSeconds: 86_400, retrieveGraceSeconds: 3600 });
+    const status = decide(observe(20, readyStatus(2, base), { spec: base, podState: running })).status;
+    const d = decide(observe(100, status, { spec: cancel, podState: running }));
+    assert.deepEqual(d.action, { type: 'cancelJob' });
+    assert.ok(d.status.conditions?.some((c) => c.type === 'CancelRequested' && c.lastTransitionTime === at(100).toISOString()));
+    return d.status;
+  }
+
+  test('SSH down after the cancel: the pod stays for 10 minutes to retrieve what exists, then goes', () => {
+    const seen = cancelSeen();
+    const waiting = decide(observe(100 + 599, seen, { spec: cancel }));
+    assert.notEqual(waiting.status.pod?.state, 'Deleting');
+    const d = decide(observe(100 + 601, seen, { spec: cancel }));
+    assert.deepEqual(d.action, { type: 'deletePod', podId: 'p1' });
+    assert.equal(d.status.pod?.state, 'Deleting');
+  });
+
+  test('retrieval throwing (never counted as unverified): the same bound; a shorter retrieve grace bounds it sooner', () => {
+    const exited = state({}, { status: 'exited', startedAt: unixAt(10), endedAt: unixAt(101), exitCode: 143 });
+    const seen = cancelSeen();
+    const retrying = decide(observe(100 + 599, seen, { spec: cancel, podState: exited }));
+    assert.deepEqual(retrying.action, { type: 'retrieveResults' });
+    assert.deepEqual(decide(observe(100 + 601, seen, { spec: cancel, podState: exited })).action, { type: 'deletePod', podId: 'p1' });
+    const quick = spec({ cancel: true }, { maxRuntimeSeconds: 86_400, retrieveGraceSeconds: 60 });
+    assert.deepEqual(decide(observe(100 + 61, seen, { spec: quick, podState: exited })).action, { type: 'deletePod', podId: 'p1' });
+  });
+});
