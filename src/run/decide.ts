@@ -257,6 +257,7 @@ function adoptAfterAmbiguousCreate(ctx: Context): void {
     last.outcome = 'Created';
     last.podId = found.id;
     last.message = 'adopted after the create answer was lost';
+    retireCurrentPod(status);
     status.pod = podStatusFrom(found, last.gpuType, obs);
     return;
   }
@@ -270,6 +271,10 @@ function adoptAfterAmbiguousCreate(ctx: Context): void {
 
 function provision(ctx: Context, spec: RunpodRunSpec): Step {
   const { obs, status } = ctx;
+  const cap = spec.limits.maxCostUsd;
+  if (cap !== undefined && Number(status.estimatedCostUsd ?? 0) >= Number(cap)) {
+    return fail(ctx, 'CostCapReached', `the run's earlier pods spent ${status.estimatedCostUsd ?? '0'} USD of spec.limits.maxCostUsd (${cap}); no other pod is created`);
+  }
   const last = status.attempts?.at(-1);
   if (last && (last.outcome === 'Pending' || last.outcome === 'Ambiguous')) {
     phase(ctx, 'Provisioning', 'Provisioning', `looking for pod ${last.name}: its create answer was lost`);
@@ -369,6 +374,11 @@ function followPod(ctx: Context, spec: RunpodRunSpec): Step {
   if (!listed) return podMissing(ctx, deadline);
   pod.state = listed.status;
   pod.listedAt ??= obs.pods!.listedAt.toISOString();
+  // The create answer may lack the price (or say 0): the lists' word keeps the cost and the cap honest.
+  if (listed.costPerHour !== undefined && listed.costPerHour > 0 && pod.costPerHour !== formatUsd(listed.costPerHour)) {
+    pod.costPerHour = formatUsd(listed.costPerHour);
+    updateCost(ctx);
+  }
   if (listed.status === 'EXITED' || listed.status === 'ERROR') return podStopped(ctx, listed.status, deadline);
 
   if (!conditionIs(status, 'PodReady')) {
@@ -470,6 +480,11 @@ function followJob(ctx: Context, spec: RunpodRunSpec): Step {
   switch (state.job.status) {
     case 'none':
       if (spec.cancel) { pod.state = 'Deleting'; return step({ type: 'none' }); }
+      if (spec.limits.maxCostUsd !== undefined && !(Number(pod.costPerHour ?? 0) > 0)) {
+        // A cap nobody can enforce is no cap: the job waits for a price, the boot grace bounds the wait.
+        phase(ctx, 'Running', 'PodReady', `pod ${pod.name} is ready, but Runpod has not reported its price: spec.limits.maxCostUsd (${spec.limits.maxCostUsd}) cannot be enforced, so the job is not started; the pod is deleted after spec.limits.bootGraceSeconds unless a price appears`);
+        return wait(obs.settings.pollIntervalMs);
+      }
       phase(ctx, 'Running', 'PodReady', `pod ${pod.name} is ready; starting the job`);
       return step({ type: 'startJob' });
     case 'starting':
@@ -614,6 +629,7 @@ export function applyCreateOutcome(obs: Observation, status: RunpodRunStatus, at
       attempt.podId = outcome.pod.id;
       delete attempt.message;
       delete status.waitingSince;
+      retireCurrentPod(status);
       status.pod = podStatusFrom(outcome.pod, attempt.gpuType, obs);
       phase(ctx, 'Provisioning', 'WaitingForSsh', `pod ${outcome.pod.name} (${outcome.pod.id}) created on ${attempt.gpuType}`);
       return;
@@ -699,12 +715,27 @@ function fail(ctx: Context, reason: Reason, message: string): Step {
   return step({ type: 'none' });
 }
 
+/** Every pod of the run counts: the earlier attempts' recorded spend plus the current pod's so far. */
 function updateCost(ctx: Context): void {
-  const pod = ctx.status.pod;
-  if (!pod?.createdAt || pod.costPerHour === undefined) return;
-  const end = pod.deletedAt ? Date.parse(pod.deletedAt) : ctx.obs.now.getTime();
-  const hours = Math.max(0, end - Date.parse(pod.createdAt)) / 3_600_000;
-  ctx.status.estimatedCostUsd = formatUsd(Number(pod.costPerHour) * hours);
+  const { status } = ctx;
+  const earlier = (status.attempts ?? []).filter((a) => a.costUsd !== undefined && a.podId !== status.pod?.id);
+  const current = podCost(status.pod, ctx.obs.now);
+  if (current === undefined && earlier.length === 0) return;
+  status.estimatedCostUsd = formatUsd(earlier.reduce((sum, a) => sum + Number(a.costUsd), current ?? 0));
+}
+
+function podCost(pod: RunpodRunStatus['pod'], now: Date): number | undefined {
+  if (!pod?.createdAt || pod.costPerHour === undefined) return undefined;
+  const end = pod.deletedAt ? Date.parse(pod.deletedAt) : now.getTime();
+  return Number(pod.costPerHour) * Math.max(0, end - Date.parse(pod.createdAt)) / 3_600_000;
+}
+
+/** Before a new pod replaces the current one, its final spend goes into its attempt (exact, not rounded). */
+function retireCurrentPod(status: RunpodRunStatus): void {
+  const pod = status.pod;
+  const attempt = pod?.id ? status.attempts?.find((a) => a.podId === pod.id) : undefined;
+  const cost = podCost(pod, new Date(pod?.deletedAt ?? pod?.createdAt ?? 0));
+  if (attempt && cost !== undefined) attempt.costUsd = cost.toFixed(6);
 }
 
 /** Cents: finer would rewrite the status on every poll for no reader's benefit. */

@@ -4,11 +4,12 @@
 // that lost its credentials mid-run keeps its phase and its guards.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { parseSpec } from '../../src/api/runpodrun.ts';
+import { parseSpec, type RunpodRun } from '../../src/api/runpodrun.ts';
 import type { RunpodRunStatus } from '../../src/api/status.ts';
 import { applyCreateOutcome, applyProbeOutcome, applyRetrievalOutcome, decide } from '../../src/run/decide.ts';
 import type { PodState } from '../../src/pod/index.ts';
 import type { Observation, PodView } from '../../src/run/model.ts';
+import { buildCreatePodRequest } from '../../src/run/pod-request.ts';
 
 const t0 = new Date('2026-12-01T12:00:00Z');
 const at = (seconds: number) => new Date(t0.getTime() + seconds * 1000);
@@ -184,5 +185,79 @@ describe('cancel is bounded in time (item 6)', () => {
     assert.deepEqual(decide(observe(100 + 601, seen, { spec: cancel, podState: exited })).action, { type: 'deletePod', podId: 'p1' });
     const quick = spec({ cancel: true }, { maxRuntimeSeconds: 86_400, retrieveGraceSeconds: 60 });
     assert.deepEqual(decide(observe(100 + 61, seen, { spec: quick, podState: exited })).action, { type: 'deletePod', podId: 'p1' });
+  });
+});
+
+describe('maxCostUsd is never silently off, and counts every pod of the run (item 8)', () => {
+  const capped = spec({}, { maxRuntimeSeconds: 86_400, maxCostUsd: '0.05' });
+  const running = state({}, { status: 'running', startedAt: unixAt(10) });
+
+  test('a rate missing from the create answer is taken from a later list, and the cap applies', () => {
+    const obs = observe(0, {}, { spec: capped }, []);
+    const first = decide(obs);
+    applyCreateOutcome(obs, first.status, 'r-1', { kind: 'created', pod: pod({ costPerHour: undefined }) });
+    first.status.pod!.sshHost = ssh.host;
+    first.status.pod!.sshPort = ssh.port;
+    applyProbeOutcome(observe(2, first.status, { spec: capped }), first.status, { kind: 'ready' });
+    // 0.50 $/h for 400 s: 0.06 USD.
+    const d = decide(observe(400, first.status, { spec: capped, podState: running }));
+    assert.equal(d.status.pod?.costPerHour, '0.50');
+    assert.equal(d.status.reason, 'CostCapReached');
+    assert.equal(d.status.pod?.state, 'Deleting');
+  });
+
+  test('a capped run whose pod rate is unknown (or 0) never starts its job, and says why', () => {
+    for (const costPerHour of [undefined, 0]) {
+      const obs = observe(0, {}, { spec: capped }, []);
+      const first = decide(obs);
+      applyCreateOutcome(obs, first.status, 'r-1', { kind: 'created', pod: pod({ costPerHour }) });
+      first.status.pod!.sshHost = ssh.host;
+      first.status.pod!.sshPort = ssh.port;
+      applyProbeOutcome(observe(2, first.status, { spec: capped }), first.status, { kind: 'ready' });
+      const d = decide(observe(5, first.status, { spec: capped, podState: state() }, [pod({ costPerHour })]));
+      assert.notDeepEqual(d.action, { type: 'startJob' }, String(costPerHour));
+      assert.match(d.status.message!, /maxCostUsd[^]*price/, String(costPerHour));
+      // An uncapped run starts at once.
+      assert.deepEqual(decide(observe(5, first.status, { podState: state() }, [pod({ costPerHour })])).action, { type: 'startJob' });
+    }
+  });
+
+  test('the spend of an earlier attempt\'s pod counts in estimatedCostUsd and against the cap', () => {
+    // Attempt 1: pod p1 (0.50 $/h) never got ready; deleted at 100 s.
+    const obs = observe(0, {}, { spec: capped }, []);
+    const first = decide(obs);
+    applyCreateOutcome(obs, first.status, 'r-1', { kind: 'created', pod: pod() });
+    const notReady = decide(observe(61, first.status, { spec: capped }));
+    assert.equal(notReady.status.pod?.state, 'Deleting');
+    const gone = decide(observe(100, notReady.status, { spec: capped, deletions: { p1: { sentAt: at(62), notFoundLooks: 3 } } }, []));
+    assert.deepEqual(gone.action, { type: 'createPod', attemptName: 'r-2', gpuType: 'B', attemptNumber: 2 });
+    assert.equal(gone.status.estimatedCostUsd, '0.01', '0.50 $/h for 100 s');
+    // Attempt 2: pod p2 from 200 s; at 500 s: 100 s + 300 s at 0.50 $/h = 0.056 USD, over the cap.
+    const p2 = pod({ id: 'p2', name: 'r-2', gpuType: 'B', createdAt: at(200).toISOString() });
+    applyCreateOutcome(observe(200, gone.status, { spec: capped }), gone.status, 'r-2', { kind: 'created', pod: p2 });
+    gone.status.pod!.sshHost = ssh.host;
+    gone.status.pod!.sshPort = ssh.port;
+    applyProbeOutcome(observe(202, gone.status, { spec: capped }), gone.status, { kind: 'ready' });
+    const d = decide(observe(500, gone.status, { spec: capped, podState: running }, [p2]));
+    assert.equal(d.status.estimatedCostUsd, '0.06');
+    assert.equal(d.status.reason, 'CostCapReached');
+  });
+
+  test('the watchdog of a later attempt gets what is left of the cap; none left: no create', () => {
+    const verdict = spec({}, { maxCostUsd: '0.05' });
+    assert.ok(verdict.ok);
+    const keys = { clientPrivateKey: 'x', clientPublicKey: 'ssh-ed25519 AAAA', hostPrivateKey: '-----BEGIN OPENSSH PRIVATE KEY-----\nx\n', hostPublicKey: 'ssh-ed25519 AAAA' };
+    const run = { metadata: { name: 'r', namespace: 'ns', uid: 'uid-1' } } as RunpodRun;
+    const body = buildCreatePodRequest({
+      run, spec: verdict.spec, attemptName: 'r-2', attemptNumber: 2, gpuType: 'B', sshKeys: keys, spentUsd: '0.02',
+      clusterId: 'c', scope: 'cluster-wide', runpodApiUrl: 'https://api.runpod.io/v2', watchdogPeriodMs: 10_000, now: t0,
+    });
+    assert.equal(body.env?.RUNPOD_OPERATOR_MAX_COST_USD, '0.03');
+    const spent: RunpodRunStatus = { ...readyStatus(2, capped), estimatedCostUsd: '0.05' };
+    spent.pod!.state = 'Deleted';
+    spent.pod!.deletedAt = at(360).toISOString();
+    const d = decide(observe(400, spent, { spec: capped }, []));
+    assert.notEqual(d.action.type, 'createPod');
+    assert.equal(d.status.reason, 'CostCapReached');
   });
 });
