@@ -76,6 +76,7 @@ function decideStep(ctx: Context): Step {
   const spec = obs.spec.spec;
   status.startTime ??= obs.now.toISOString();
   if (!obs.credentials.found) {
+    if (everCreated(status)) return guardWithoutCredentials(ctx, spec, obs.credentials.message);
     phase(ctx, 'Pending', 'CredentialsMissing', obs.credentials.message);
     return { action: { type: 'none' }, requeue: 'backoff' };
   }
@@ -113,6 +114,26 @@ function decideStep(ctx: Context): Step {
   }
   if (!podAlive) return provision(ctx, spec);
   return followPod(ctx, spec);
+}
+
+/**
+ * The credentials went while the run may have a pod (a create was sent): the run keeps its phase, and
+ * the deadline (+ margin) and the cost cap still end it and delete the pod (with the last usable key,
+ * when the act has one); nothing else happens until the key is back.
+ */
+function guardWithoutCredentials(ctx: Context, spec: RunpodRunSpec, message: string): Step {
+  const { obs, status } = ctx;
+  const pod = status.pod;
+  phase(ctx, status.phase ?? 'Provisioning', 'CredentialsMissing', `${message}; the run keeps its pod and its limits until the key is back`);
+  if (pod?.id && pod.state !== 'Deleted' && pod.state !== 'Deleting') {
+    const cap = spec.limits.maxCostUsd;
+    if (obs.now.getTime() > Date.parse(pod.deadline ?? '') + obs.settings.deadlineMarginMs) {
+      fail(ctx, 'DeadlineExceeded', `the pod outlived spec.limits.maxRuntimeSeconds (${spec.limits.maxRuntimeSeconds}s) while the credentials were missing (${message}); deleted by the controller`);
+    } else if (cap !== undefined && Number(status.estimatedCostUsd ?? 0) >= Number(cap)) {
+      fail(ctx, 'CostCapReached', `the estimated spend ${status.estimatedCostUsd ?? '0'} USD reached spec.limits.maxCostUsd (${cap}) while the credentials were missing (${message}); deleted by the controller`);
+    }
+  }
+  return continueDeletions(ctx) ?? { action: { type: 'none' }, requeue: 'backoff' };
 }
 
 /**
@@ -162,7 +183,8 @@ const everCreated = (status: RunpodRunStatus): boolean => (status.attempts?.leng
 function afterTheEnd(ctx: Context): Step {
   const { obs, status } = ctx;
   if (!everCreated(status)) return done;
-  if (!obs.pods) return wait(1000);
+  // Without a list (credentials gone) a pending delete is still sent; only its confirmation waits.
+  if (!obs.pods) return continueDeletions(ctx) ?? wait(1000);
   const keep = obs.spec.ok && obs.spec.spec.keepPod && stillKept(ctx, obs.spec.spec);
   for (const pod of obs.pods.items) {
     if (!(keep && pod.id === status.pod?.id)) addStray(status, pod.id);

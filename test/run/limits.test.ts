@@ -261,3 +261,53 @@ describe('maxCostUsd is never silently off, and counts every pod of the run (ite
     assert.equal(d.status.reason, 'CostCapReached');
   });
 });
+
+describe('credentials lost mid-run: the run keeps its phase and its guards (item 9)', () => {
+  const missing = { found: false as const, message: 'Secret ns/runpod not found' };
+  const running = state({}, { status: 'running', startedAt: unixAt(10) });
+
+  function runningStatus(specOver = spec()): RunpodRunStatus {
+    const d = decide(observe(20, readyStatus(2, specOver), { spec: specOver, podState: running }));
+    assert.equal(d.status.phase, 'Running');
+    return d.status;
+  }
+
+  test('within its limits: the phase stays Running, the reason says what is missing, nothing is deleted', () => {
+    const d = decide(observe(300, runningStatus(), { credentials: missing, pods: undefined }));
+    assert.equal(d.status.phase, 'Running');
+    assert.equal(d.status.reason, 'CredentialsMissing');
+    assert.match(d.status.message!, /Secret ns\/runpod not found/);
+    assert.notEqual(d.status.pod?.state, 'Deleting');
+    assert.deepEqual(d.action, { type: 'none' });
+  });
+
+  test('past the deadline + margin: DeadlineExceeded and the pod is deleted (with whatever key is left)', () => {
+    const d = decide(observe(600 + 61, runningStatus(), { credentials: missing, pods: undefined }));
+    assert.equal(d.status.phase, 'Failed');
+    assert.equal(d.status.reason, 'DeadlineExceeded');
+    assert.deepEqual(d.action, { type: 'deletePod', podId: 'p1' });
+  });
+
+  test('at the cost cap: CostCapReached and the pod is deleted', () => {
+    const capped = spec({}, { maxRuntimeSeconds: 86_400, maxCostUsd: '0.05' });
+    const d = decide(observe(400, runningStatus(capped), { spec: capped, credentials: missing, pods: undefined }));
+    assert.equal(d.status.reason, 'CostCapReached');
+    assert.deepEqual(d.action, { type: 'deletePod', podId: 'p1' });
+  });
+
+  test('a run that never sent a create still waits in Pending', () => {
+    const d = decide(observe(5, {}, { credentials: missing, pods: undefined }));
+    assert.equal(d.status.phase, 'Pending');
+    assert.equal(d.status.reason, 'CredentialsMissing');
+  });
+});
+
+test('a run that ended while its credentials were missing keeps sending the pod\'s delete (item 9)', () => {
+  const missing = { found: false as const, message: 'Secret ns/runpod not found' };
+  const running = state({}, { status: 'running', startedAt: unixAt(10) });
+  const status = decide(observe(20, readyStatus(2), { podState: running })).status;
+  const ended = decide(observe(600 + 61, status, { credentials: missing, pods: undefined }));
+  assert.equal(ended.status.phase, 'Failed');
+  // The act had no key this time (it threw): the next reconcile sends the delete again.
+  assert.deepEqual(decide(observe(600 + 70, ended.status, { credentials: missing, pods: undefined })).action, { type: 'deletePod', podId: 'p1' });
+});
