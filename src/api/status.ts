@@ -63,7 +63,7 @@ export const runpodRunStatus = z.object({
   reason: z.enum(reasons).optional().meta({ description: 'Machine-readable reason of the phase.' }),
   message: z.string().max(32768).optional().meta({ description: 'Human-readable details.' }),
   conditions: z.array(condition).max(32).optional().meta({
-    description: 'Complete, Failed, Ready, Reconciling, Stalled, PodReady, JobStarted, ResultsRetrieved.',
+    description: 'Complete, Failed, Ready, Reconciling, Stalled, PodReady, JobStarted, ResultsRetrieved, CancelRequested.',
     'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'],
   }),
   startTime: time.optional().meta({ description: 'When the controller started working on the run.' }),
