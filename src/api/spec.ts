@@ -162,7 +162,7 @@ const specShape = {
       .meta({ description: `A result set larger than this fails the run (ResultsTooLarge) without being retrieved; default ${DEFAULT_RESULTS_MAX_BYTES}.` }),
   }).default({ path: 'output' }).meta({ description: 'What is retrieved when the job ends.' }),
   limits,
-  keepPod: z.boolean().default(false).meta({ description: 'Keep the pod once the job exists (debugging); only deleting the run removes it.' }),
+  keepPod: z.boolean().default(false).meta({ description: 'Keep the pod after the job ends (debugging) until the run is deleted, cancel is set, or its deadline or cost cap passes.' }),
   cancel: z.boolean().default(false).meta({ description: 'Stop the job, keep what results exist, delete the pod; the run ends Failed/Cancelled.' }),
 };
 

@@ -54,6 +54,7 @@ export const attempt = z.object({
   podId: z.string().optional().meta({ description: 'Pod id, once known.' }),
   message: z.string().max(4096).optional().meta({ description: 'Details.' }),
   retryAfter: time.optional().meta({ description: 'A refused attempt is not sent again before this time.' }),
+  costUsd: usd.optional().meta({ description: 'Estimated spend of this attempt\'s pod once a later pod replaced it (counted in estimatedCostUsd).' }),
 }).meta({ description: 'One create attempt.' });
 
 export const runpodRunStatus = z.object({
@@ -62,7 +63,7 @@ export const runpodRunStatus = z.object({
   reason: z.enum(reasons).optional().meta({ description: 'Machine-readable reason of the phase.' }),
   message: z.string().max(32768).optional().meta({ description: 'Human-readable details.' }),
   conditions: z.array(condition).max(32).optional().meta({
-    description: 'Complete, Failed, Ready, Reconciling, Stalled, PodReady, JobStarted, ResultsRetrieved.',
+    description: 'Complete, Failed, Ready, Reconciling, Stalled, PodReady, JobStarted, ResultsRetrieved, CancelRequested.',
     'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'],
   }),
   startTime: time.optional().meta({ description: 'When the controller started working on the run.' }),
@@ -81,7 +82,7 @@ export const runpodRunStatus = z.object({
     location: z.string().optional().meta({ description: 'Where the verified results are.' }),
     retrievedAt: time.optional().meta({ description: 'When they were verified.' }),
   }).optional().meta({ description: 'The retrieved results.' }),
-  estimatedCostUsd: usd.optional().meta({ description: 'Price per hour x pod lifetime (Runpod bills per second).' }),
+  estimatedCostUsd: usd.optional().meta({ description: 'Price per hour x lifetime of every pod of the run, all attempts (Runpod bills per second).' }),
   strayPods: z.array(z.string()).max(64).optional().meta({ description: 'Pods of this run not yet confirmed deleted.' }),
 }).meta({ description: 'Written by the controller only.' });
 export type RunpodRunStatus = z.output<typeof runpodRunStatus>;

@@ -379,9 +379,6 @@ decide() {
   # Once seen, a job exists even if a careless job removes .pod/ afterwards.
   job=$SEEN_JOB
   [ -e "$POD/job.started" ] && job=1
-  if [ "$job" = 1 ] && kept; then
-    return
-  fi
   if [ "$DEADLINE_BAD" = 1 ]; then
     RULE=config
     REASON="RUNPOD_OPERATOR_DEADLINE is not a unix time: $DEADLINE"
@@ -400,6 +397,11 @@ decide() {
   if over_cost; then
     RULE=cost-cap
     REASON="the cost cap was reached (spent about \$$(spent) at \$$COST/h, cap \$$MAX_COST)"
+    return
+  fi
+  # keepPod (and .pod/keep, which the job can write too) exempts only from what follows the job's
+  # end: the deadline and the cost cap above are absolute, and come only from the create env.
+  if [ "$job" = 1 ] && kept; then
     return
   fi
   if [ -e "$POD/retrieved" ]; then
@@ -445,7 +447,7 @@ observe() {
   kept && k=1
   if [ "$k" != "$SEEN_KEEP" ]; then
     if [ "$k" = 1 ]; then
-      log 'keepPod: the pod is kept once its job exists (only a failed bootstrap deletes it then)'
+      log 'keepPod: the pod is kept once its job exists (until its deadline or cost cap, or a failed bootstrap)'
     elif [ -n "$SEEN_KEEP" ]; then
       log 'keepPod: off; every rule applies again'
     fi
@@ -471,12 +473,15 @@ fi
 put "$POD/watchdog" "$VERDICT"
 log "verdict: $VERDICT"
 if [ "$VERDICT" = ok ]; then
-  if [ -z "$CREATED" ] && [ -f "$POD/pod" ]; then
-    # The API's createdAt was unreadable: the first bootstrap of this pod is the next best start.
+  if [ -z "$CREATED" ]; then
+    # The API's createdAt was unreadable: the first bootstrap of this pod (.pod/pod) is the next best
+    # start, else this watchdog's. The job can write .pod/pod too (before a container restart): it may
+    # make the pod look older (costlier), never younger than this watchdog's own start.
+    CREATED=$START
     p=''
-    IFS= read -r p <"$POD/pod" 2>/dev/null
+    [ -f "$POD/pod" ] && IFS= read -r p <"$POD/pod" 2>/dev/null
     p=${p##* }
-    is_uint "$p" && CREATED=$p
+    is_uint "$p" && [ "$p" -lt "$START" ] && CREATED=$p
   fi
   if [ -n "$MAX_COST" ]; then
     if [ -n "$COST" ] && [ -n "$CREATED" ]; then

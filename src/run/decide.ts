@@ -25,6 +25,13 @@ const lookSpacingMs = 2000;
 const deletedListLagToleranceMs = 5 * 60_000;
 /** How long a new pod may be missing from Runpod's lists (API-NOTES S6: seconds) before absence is evidence. */
 const newPodListLagToleranceMs = 60_000;
+/**
+ * How long after readiness the controller waits for the bootstrap's and the watchdog's verdicts: the
+ * watchdog's probe takes at most 5 tries of 10 s, a period apart; past this (+ the margin) it is broken.
+ */
+const verdictBoundMs = 5 * 60_000;
+/** How long a cancelled run may keep its pod to retrieve what results exist (at most retrieveGraceSeconds). */
+const cancelRetrieveBoundMs = 10 * 60_000;
 /** How often an unanswered ambiguous create may be retried on the same GPU type. */
 const lostCreateRetries = 2;
 
@@ -69,6 +76,7 @@ function decideStep(ctx: Context): Step {
   const spec = obs.spec.spec;
   status.startTime ??= obs.now.toISOString();
   if (!obs.credentials.found) {
+    if (everCreated(status)) return guardWithoutCredentials(ctx, spec, obs.credentials.message);
     phase(ctx, 'Pending', 'CredentialsMissing', obs.credentials.message);
     return { action: { type: 'none' }, requeue: 'backoff' };
   }
@@ -91,7 +99,9 @@ function decideStep(ctx: Context): Step {
   adoptAfterAmbiguousCreate(ctx);
   adoptStoredResults(ctx);
   markStrays(ctx);
-  if (spec.cancel && !cancelNeedsThePod(ctx)) markCurrentPodForDeletion(ctx);
+  // When the cancel was first seen (durable: its bound survives a restart).
+  if (spec.cancel) setCondition(status, 'CancelRequested', 'True', 'Cancelled', 'spec.cancel is set', obs.run.generation, obs.now);
+  if (spec.cancel && !cancelNeedsThePod(ctx, spec)) markCurrentPodForDeletion(ctx);
   const deleting = continueDeletions(ctx);
   if (deleting) return deleting;
 
@@ -119,11 +129,37 @@ function adoptStoredResults(ctx: Context): void {
   applyRetrievalOutcome(obs, status, { kind: 'verified', ...stored });
 }
 
-/** A cancelled run whose job started keeps its pod until what results exist are retrieved (a few tries). */
-function cancelNeedsThePod(ctx: Context): boolean {
+/**
+ * The credentials went while the run may have a pod (a create was sent): the run keeps its phase, and
+ * the deadline (+ margin) and the cost cap still end it and delete the pod (with the last usable key,
+ * when the act has one); nothing else happens until the key is back.
+ */
+function guardWithoutCredentials(ctx: Context, spec: RunpodRunSpec, message: string): Step {
+  const { obs, status } = ctx;
+  const pod = status.pod;
+  phase(ctx, status.phase ?? 'Provisioning', 'CredentialsMissing', `${message}; the run keeps its pod and its limits until the key is back`);
+  if (pod?.id && pod.state !== 'Deleted' && pod.state !== 'Deleting') {
+    const cap = spec.limits.maxCostUsd;
+    if (obs.now.getTime() > Date.parse(pod.deadline ?? '') + obs.settings.deadlineMarginMs) {
+      fail(ctx, 'DeadlineExceeded', `the pod outlived spec.limits.maxRuntimeSeconds (${spec.limits.maxRuntimeSeconds}s) while the credentials were missing (${message}); deleted by the controller`);
+    } else if (cap !== undefined && Number(status.estimatedCostUsd ?? 0) >= Number(cap)) {
+      fail(ctx, 'CostCapReached', `the estimated spend ${status.estimatedCostUsd ?? '0'} USD reached spec.limits.maxCostUsd (${cap}) while the credentials were missing (${message}); deleted by the controller`);
+    }
+  }
+  return continueDeletions(ctx) ?? { action: { type: 'none' }, requeue: 'backoff' };
+}
+
+/**
+ * A cancelled run whose job started keeps its pod until what results exist are retrieved: a few tries,
+ * and never longer than retrieveGraceSeconds or 10 minutes (the shorter) after the cancel was seen,
+ * whatever happens meanwhile (SSH down, retrieval throwing): a cancel stops the billing.
+ */
+function cancelNeedsThePod(ctx: Context, spec: RunpodRunSpec): boolean {
   const { status, obs } = ctx;
+  const since = Date.parse(status.conditions?.find((c) => c.type === 'CancelRequested')?.lastTransitionTime ?? obs.now.toISOString());
+  const bound = Math.min(spec.limits.retrieveGraceSeconds * 1000, cancelRetrieveBoundMs);
   return conditionIs(status, 'PodReady') && status.job?.startedAt !== undefined
-    && !status.results?.retrievedAt && obs.retrievalFailures < 3;
+    && !status.results?.retrievedAt && obs.retrievalFailures < 3 && obs.now.getTime() <= since + bound;
 }
 
 /** Results verified and the pod gone (or kept): Succeeded on exit 0, JobFailed otherwise. */
@@ -160,13 +196,32 @@ const everCreated = (status: RunpodRunStatus): boolean => (status.attempts?.leng
 function afterTheEnd(ctx: Context): Step {
   const { obs, status } = ctx;
   if (!everCreated(status)) return done;
-  if (!obs.pods) return wait(1000);
-  const keep = obs.spec.ok && obs.spec.spec.keepPod;
+  // Without a list (credentials gone) a pending delete is still sent; only its confirmation waits.
+  if (!obs.pods) return continueDeletions(ctx) ?? wait(1000);
+  const keep = obs.spec.ok && obs.spec.spec.keepPod && stillKept(ctx, obs.spec.spec);
   for (const pod of obs.pods.items) {
     if (!(keep && pod.id === status.pod?.id)) addStray(status, pod.id);
   }
   if (!keep) markCurrentPodForDeletion(ctx);
   return continueDeletions(ctx) ?? (keep && status.pod?.state !== 'Deleted' ? wait(obs.settings.pollIntervalMs) : done);
+}
+
+/**
+ * keepPod keeps a pod after its job ended until the run is deleted, cancel is set, or its deadline
+ * (+ margin) or cost cap passes: both are absolute, as on the pod (DESIGN.md §1). Says why when not.
+ */
+function stillKept(ctx: Context, spec: RunpodRunSpec): boolean {
+  const { obs, status } = ctx;
+  const pod = status.pod;
+  if (!pod?.id || pod.state === 'Deleted' || pod.state === 'Deleting') return true;
+  const cap = spec.limits.maxCostUsd;
+  const why = spec.cancel ? 'spec.cancel is set'
+    : obs.now.getTime() > Date.parse(pod.deadline ?? '') + obs.settings.deadlineMarginMs ? 'its deadline (spec.limits.maxRuntimeSeconds) passed'
+      : cap !== undefined && Number(status.estimatedCostUsd ?? 0) >= Number(cap) ? `the estimated spend reached spec.limits.maxCostUsd (${cap})`
+        : undefined;
+  if (!why) return true;
+  ctx.events.push({ type: 'Normal', reason: spec.cancel ? 'Cancelled' : why.startsWith('its deadline') ? 'DeadlineExceeded' : 'CostCapReached', note: `pod ${pod.name ?? ''} was kept (keepPod) and is deleted now: ${why}` });
+  return false;
 }
 
 function addStray(status: RunpodRunStatus, podId: string): void {
@@ -237,6 +292,7 @@ function adoptAfterAmbiguousCreate(ctx: Context): void {
     last.outcome = 'Created';
     last.podId = found.id;
     last.message = 'adopted after the create answer was lost';
+    retireCurrentPod(status);
     status.pod = podStatusFrom(found, last.gpuType, obs);
     return;
   }
@@ -250,6 +306,10 @@ function adoptAfterAmbiguousCreate(ctx: Context): void {
 
 function provision(ctx: Context, spec: RunpodRunSpec): Step {
   const { obs, status } = ctx;
+  const cap = spec.limits.maxCostUsd;
+  if (cap !== undefined && Number(status.estimatedCostUsd ?? 0) >= Number(cap)) {
+    return fail(ctx, 'CostCapReached', `the run's earlier pods spent ${status.estimatedCostUsd ?? '0'} USD of spec.limits.maxCostUsd (${cap}); no other pod is created`);
+  }
   const last = status.attempts?.at(-1);
   if (last && (last.outcome === 'Pending' || last.outcome === 'Ambiguous')) {
     phase(ctx, 'Provisioning', 'Provisioning', `looking for pod ${last.name}: its create answer was lost`);
@@ -349,6 +409,11 @@ function followPod(ctx: Context, spec: RunpodRunSpec): Step {
   if (!listed) return podMissing(ctx, deadline);
   pod.state = listed.status;
   pod.listedAt ??= obs.pods!.listedAt.toISOString();
+  // The create answer may lack the price (or say 0): the lists' word keeps the cost and the cap honest.
+  if (listed.costPerHour !== undefined && listed.costPerHour > 0 && pod.costPerHour !== formatUsd(listed.costPerHour)) {
+    pod.costPerHour = formatUsd(listed.costPerHour);
+    updateCost(ctx);
+  }
   if (listed.status === 'EXITED' || listed.status === 'ERROR') return podStopped(ctx, listed.status, deadline);
 
   if (!conditionIs(status, 'PodReady')) {
@@ -378,12 +443,44 @@ function followPod(ctx: Context, spec: RunpodRunSpec): Step {
     pod.sshHost = listed.ssh.host;
     pod.sshPort = listed.ssh.port;
   }
+  const graceOver = gracePassed(ctx, spec);
+  if (graceOver) {
+    pod.state = 'Deleting';
+    return fail(ctx, ...graceOver);
+  }
   const cap = spec.limits.maxCostUsd;
-  if (cap !== undefined && status.estimatedCostUsd !== undefined && Number(status.estimatedCostUsd) >= Number(cap) && !spec.keepPod) {
+  if (cap !== undefined && status.estimatedCostUsd !== undefined && Number(status.estimatedCostUsd) >= Number(cap)) {
     pod.state = 'Deleting';
     return fail(ctx, 'CostCapReached', `the estimated spend ${status.estimatedCostUsd} USD reached spec.limits.maxCostUsd (${cap}); deleted by the controller`);
   }
   return followJob(ctx, spec);
+}
+
+/** When PodReady became True (the bounds below count from it). */
+function readySince(status: RunpodRunStatus): number {
+  const ready = status.conditions?.find((c) => c.type === 'PodReady' && c.status === 'True');
+  return Date.parse(ready?.lastTransitionTime ?? '');
+}
+
+/**
+ * The watchdog's graces, enforced by the controller too (+ its margin), whether or not SSH answers: a
+ * pod whose watchdog is broken must not bill until the deadline. The boot grace counts from readiness
+ * (the watchdog starts just before), the retrieve grace from the job's recorded end; a kept pod is
+ * exempt from the retrieve grace (its deadline bounds it), as on the pod.
+ */
+function gracePassed(ctx: Context, spec: RunpodRunSpec): [Reason, string] | undefined {
+  const { obs, status } = ctx;
+  const now = obs.now.getTime();
+  const margin = obs.settings.deadlineMarginMs;
+  const name = status.pod?.name ?? '';
+  if (!status.job?.startedAt && now > readySince(status) + spec.limits.bootGraceSeconds * 1000 + margin) {
+    return ['BootTimeout', `no job started on pod ${name} within spec.limits.bootGraceSeconds (${spec.limits.bootGraceSeconds}s) of its readiness; deleted by the controller`];
+  }
+  const ended = Date.parse(status.job?.finishedAt ?? '');
+  if (!spec.keepPod && !status.results?.retrievedAt && now > ended + spec.limits.retrieveGraceSeconds * 1000 + margin) {
+    return ['ResultsUnverified', `the results of pod ${name} were not verified within spec.limits.retrieveGraceSeconds (${spec.limits.retrieveGraceSeconds}s) of the job's end; deleted by the controller`];
+  }
+  return undefined;
 }
 
 /** A ready pod: verdicts, keepPod, start, follow, cancel and retrieve, read from one SSH exec per poll. */
@@ -401,6 +498,11 @@ function followJob(ctx: Context, spec: RunpodRunSpec): Step {
     return fail(ctx, 'BootFailed', `pod ${pod.name}: ${bootFailure}`);
   }
   if (state.job.status === 'none' && (state.bootstrap.status === 'pending' || state.watchdog.status === 'pending')) {
+    if (obs.now.getTime() > readySince(status) + verdictBoundMs + obs.settings.deadlineMarginMs) {
+      pod.state = 'Deleting';
+      const missing = state.bootstrap.status === 'pending' ? 'the bootstrap' : 'its watchdog';
+      return fail(ctx, 'BootFailed', `pod ${pod.name}: no verdict from ${missing} within ${verdictBoundMs / 60_000} minutes of readiness (+ --deadline-margin); the job is not started and the pod is deleted`);
+    }
     phase(ctx, 'Running', 'PodReady', `pod ${pod.name} is ready; waiting for its watchdog to prove it can delete the pod`);
     return wait(1000);
   }
@@ -413,6 +515,11 @@ function followJob(ctx: Context, spec: RunpodRunSpec): Step {
   switch (state.job.status) {
     case 'none':
       if (spec.cancel) { pod.state = 'Deleting'; return step({ type: 'none' }); }
+      if (spec.limits.maxCostUsd !== undefined && !(Number(pod.costPerHour ?? 0) > 0)) {
+        // A cap nobody can enforce is no cap: the job waits for a price, the boot grace bounds the wait.
+        phase(ctx, 'Running', 'PodReady', `pod ${pod.name} is ready, but Runpod has not reported its price: spec.limits.maxCostUsd (${spec.limits.maxCostUsd}) cannot be enforced, so the job is not started; the pod is deleted after spec.limits.bootGraceSeconds unless a price appears`);
+        return wait(obs.settings.pollIntervalMs);
+      }
       phase(ctx, 'Running', 'PodReady', `pod ${pod.name} is ready; starting the job`);
       return step({ type: 'startJob' });
     case 'starting':
@@ -557,6 +664,7 @@ export function applyCreateOutcome(obs: Observation, status: RunpodRunStatus, at
       attempt.podId = outcome.pod.id;
       delete attempt.message;
       delete status.waitingSince;
+      retireCurrentPod(status);
       status.pod = podStatusFrom(outcome.pod, attempt.gpuType, obs);
       phase(ctx, 'Provisioning', 'WaitingForSsh', `pod ${outcome.pod.name} (${outcome.pod.id}) created on ${attempt.gpuType}`);
       return;
@@ -642,12 +750,27 @@ function fail(ctx: Context, reason: Reason, message: string): Step {
   return step({ type: 'none' });
 }
 
+/** Every pod of the run counts: the earlier attempts' recorded spend plus the current pod's so far. */
 function updateCost(ctx: Context): void {
-  const pod = ctx.status.pod;
-  if (!pod?.createdAt || pod.costPerHour === undefined) return;
-  const end = pod.deletedAt ? Date.parse(pod.deletedAt) : ctx.obs.now.getTime();
-  const hours = Math.max(0, end - Date.parse(pod.createdAt)) / 3_600_000;
-  ctx.status.estimatedCostUsd = formatUsd(Number(pod.costPerHour) * hours);
+  const { status } = ctx;
+  const earlier = (status.attempts ?? []).filter((a) => a.costUsd !== undefined && a.podId !== status.pod?.id);
+  const current = podCost(status.pod, ctx.obs.now);
+  if (current === undefined && earlier.length === 0) return;
+  status.estimatedCostUsd = formatUsd(earlier.reduce((sum, a) => sum + Number(a.costUsd), current ?? 0));
+}
+
+function podCost(pod: RunpodRunStatus['pod'], now: Date): number | undefined {
+  if (!pod?.createdAt || pod.costPerHour === undefined) return undefined;
+  const end = pod.deletedAt ? Date.parse(pod.deletedAt) : now.getTime();
+  return Number(pod.costPerHour) * Math.max(0, end - Date.parse(pod.createdAt)) / 3_600_000;
+}
+
+/** Before a new pod replaces the current one, its final spend goes into its attempt (exact, not rounded). */
+function retireCurrentPod(status: RunpodRunStatus): void {
+  const pod = status.pod;
+  const attempt = pod?.id ? status.attempts?.find((a) => a.podId === pod.id) : undefined;
+  const cost = podCost(pod, new Date(pod?.deletedAt ?? pod?.createdAt ?? 0));
+  if (attempt && cost !== undefined) attempt.costUsd = cost.toFixed(6);
 }
 
 /** Cents: finer would rewrite the status on every poll for no reader's benefit. */

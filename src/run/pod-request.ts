@@ -18,6 +18,14 @@ export interface PodRequestInput {
   runpodApiUrl: string;
   watchdogPeriodMs: number;
   now: Date;
+  /** What the run's earlier pods cost (status.estimatedCostUsd): this pod's watchdog gets the rest of the cap. */
+  spentUsd?: string | undefined;
+}
+
+/** The part of maxCostUsd earlier pods of the run left; never below a cent (provision creates nothing once the cap is spent). */
+function remainingCap(cap: string | undefined, spentUsd: string | undefined): string | undefined {
+  if (cap === undefined) return undefined;
+  return Math.max(0.01, Number(cap) - Number(spentUsd ?? 0)).toFixed(2);
 }
 
 export function buildCreatePodRequest(input: PodRequestInput): CreatePodRequest {
@@ -41,7 +49,7 @@ export function buildCreatePodRequest(input: PodRequestInput): CreatePodRequest 
       attempt: input.attemptNumber,
       apiUrl: input.runpodApiUrl,
       deadline,
-      maxCostUsd: spec.limits.maxCostUsd,
+      maxCostUsd: remainingCap(spec.limits.maxCostUsd, input.spentUsd),
       bootGraceSeconds: spec.limits.bootGraceSeconds,
       retrieveGraceSeconds: spec.limits.retrieveGraceSeconds,
       keepPod: spec.keepPod,

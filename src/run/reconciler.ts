@@ -161,7 +161,7 @@ export class RunReconciler {
       buildCreateRequest: (attemptName, attemptNumber, gpuType) => {
         if (!spec || !sshKeys) throw new Error('cannot create a pod without a valid spec and SSH keys');
         return buildCreatePodRequest({
-          run, spec, sshKeys, attemptName, attemptNumber, gpuType, now,
+          run, spec, sshKeys, attemptName, attemptNumber, gpuType, now, spentUsd: status.estimatedCostUsd,
           clusterId: this.#options.clusterId, scope: this.#options.scope, runpodApiUrl: this.#options.runpodApiUrl, watchdogPeriodMs: this.#options.watchdogPeriodMs,
         });
       },
