@@ -84,8 +84,11 @@ export class RunReconciler {
     const { uid, namespace } = run.metadata;
     const verdict = parseSpec(run.spec);
     const spec = verdict.ok ? verdict.spec : undefined;
-    const apiKey = spec ? await this.runs.secretValue(namespace, spec.credentials.secretName, spec.credentials.key) : undefined;
-    registerSecret(apiKey);
+    const secretKey = spec ? await this.runs.secretValue(namespace, spec.credentials.secretName, spec.credentials.key) : undefined;
+    registerSecret(secretKey);
+    if (secretKey) this.#options.accounts.rememberRunKey(uid, secretKey);
+    // A deleted run whose Secret went first still cleans up with the key it last used.
+    const apiKey = secretKey ?? (run.metadata.deletionTimestamp ? this.#options.accounts.runKey(uid) : undefined);
     const account = apiKey ? this.#options.accounts.get(apiKey) : undefined;
     const snapshot = account?.observer.snapshot;
     const { keys: sshKeys, foreign: sshSecretConflict } = await this.runs.readSshSecret(run);
@@ -177,6 +180,7 @@ export class RunReconciler {
     this.#credentialRetries.delete(run.metadata.uid);
     this.#retrievalFailures.delete(run.metadata.uid);
     this.#spend.delete(run.metadata.uid);
+    this.#options.accounts.forgetRun(run.metadata.uid);
     for (const podId of [run.status?.pod?.id, ...(run.status?.strayPods ?? [])]) if (podId) this.#deletions.delete(podId);
   }
 }
