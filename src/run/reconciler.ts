@@ -11,6 +11,7 @@ import { connectPinned, type SshConnection } from '../ssh/index.ts';
 import { conditionIs, isTerminal } from './conditions.ts';
 import { resolveJobInputs, type JobInputsVerdict } from './job-inputs.ts';
 import { readPodState } from './job-steps.ts';
+import { runDirOf } from '../pod/index.ts';
 import { splitKey } from '../kube/keys.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import type { Accounts } from './accounts.ts';
@@ -99,7 +100,7 @@ export class RunReconciler {
       ? await resolveJobInputs(this.runs, namespace, spec.job)
       : { ok: true, inputs: { env: {}, files: [] } };
     const ssh = await this.#connectIfReady(run, status, sshKeys);
-    const podState = ssh ? await readPodState(ssh).catch((error: unknown) => this.#unreadable(run, error)) : undefined;
+    const podState = ssh ? await readPodState(ssh, runDirOf(uid)).catch((error: unknown) => this.#unreadable(run, error)) : undefined;
     const now = this.#options.now?.() ?? new Date();
     const obs: Observation = {
       now,
