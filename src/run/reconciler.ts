@@ -74,7 +74,9 @@ export class RunReconciler {
     const learned = await act(decision.action, { ...context, run: current });
     if (learned && !isDeepStrictEqual(learned, current.status ?? {})) {
       const transition = transitionEvent(current.status ?? {}, learned);
-      current = await this.runs.writeStatus(current, learned);
+      const { namespace, name } = current.metadata;
+      current = await this.runs.recordStatusChange(current, current.status ?? {}, learned, () =>
+        this.#options.logger.info({ namespace, name, action: decision.action.type }, 'status write met a conflict; re-read and re-applied what the step learned'));
       if (transition) this.#options.events.record(current, transition);
     }
     if (decision.action.type === 'removeFinalizer') this.#forget(run);
