@@ -1,10 +1,11 @@
 // Writes the status of a custom resource through its /status subresource, only when it changed, as
 // a merge patch carrying the resourceVersion it was computed from: a concurrent write makes the API
 // server answer 409, raised as ConflictError (the controller requeues it quietly), instead of one
-// write silently undoing the other.
+// write silently undoing the other. `update` is for a change that must not be lost to a 409 (what a
+// side effect learned): it re-reads the object and re-applies the change to the fresh status.
 import { CustomObjectsApi, PatchStrategy, type KubeConfig } from '@kubernetes/client-node';
 import { ConflictError, isApiStatus } from './errors.ts';
-import { createMergePatch, jsonEqual, normalize } from './merge-patch.ts';
+import { applyMergePatch, createMergePatch, jsonEqual, normalize } from './merge-patch.ts';
 import { requestOptions } from './request-options.ts';
 
 export interface CustomResource {
@@ -23,6 +24,15 @@ export interface StatusWriteResult<T> {
   written: boolean;
   /** The object as the API server returned it (or the input, unchanged, when nothing was written). */
   object: T;
+}
+
+/** A change of a status: given the current status, the status wanted. */
+export type StatusMutation = (current: unknown) => unknown;
+
+/** The change that turned `before` into `after`, as a mutation that re-applies it to any status (a merge patch). */
+export function changeOf(before: unknown, after: unknown): StatusMutation {
+  const patch = createMergePatch(normalize(before ?? {}), normalize(after ?? {}));
+  return (current) => applyMergePatch(normalize(current ?? {}), patch);
 }
 
 export function objectRef(obj: Versioned, what: string): { name: string; namespace?: string; resourceVersion: string } {
@@ -64,6 +74,29 @@ export class StatusWriter {
         throw new ConflictError(`status of ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name}: resourceVersion ${ref.resourceVersion} is stale`, { cause: err });
       }
       throw err;
+    }
+  }
+
+  /**
+   * Writes `mutate(obj.status)`; on a 409 re-reads the object (`reread`) and applies `mutate` to the
+   * fresh status, up to `attempts` writes in all. Throws the last ConflictError when every attempt
+   * met one, and a ConflictError when the object is gone.
+   */
+  async update<T extends Versioned>(
+    obj: T, mutate: StatusMutation, reread: () => Promise<T | undefined>, options: { attempts?: number; onConflict?: () => void } = {},
+  ): Promise<StatusWriteResult<T>> {
+    const attempts = options.attempts ?? 5;
+    let current = obj;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.write(current, mutate(current.status));
+      } catch (err) {
+        if (!(err instanceof ConflictError) || attempt >= attempts) throw err;
+        options.onConflict?.();
+        const fresh = await reread();
+        if (!fresh) throw new ConflictError(`status of ${objectRef(current, 'status update').name}: the object is gone`, { cause: err });
+        current = fresh;
+      }
     }
   }
 }

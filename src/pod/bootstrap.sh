@@ -69,22 +69,31 @@ now() {
 
 # 1. The state directory first: every later failure needs a place to be recorded. If the run
 # directory cannot be made, a pod-local one still carries the verdict and the watchdog's log.
-if ! mkdir -p "$POD" 2>/dev/null; then
+# The run directory is the run's own (named by its UID): runs sharing a network volume never meet.
+if ! mkdir -p "$RUN_DIR" 2>/dev/null; then
   RUN_DIR=/tmp/runpod-operator-run
   POD=$RUN_DIR/.pod
   mkdir -p "$POD" 2>/dev/null
   fail "cannot create the run directory ${RUNPOD_OPERATOR_RUN_DIR:-}"
 fi
-# 2. The state belongs to this pod. State left by another pod (a network volume outlives pods) is
-# removed, so an old verdict or marker is never read as this pod's. The same pod again means the
-# container restarted: its job died with the old container.
+# 2. The state belongs to this pod. State left by another pod (an earlier attempt of the run: a
+# network volume outlives pods) is removed, so an old verdict or marker is never read as this
+# pod's. The claim is exclusive: the state directory is made with a plain mkdir, which only one of
+# two pods booting at once can win; the loser leaves the winner's state alone. The same pod again
+# means the container restarted: its job died with the old container.
 owner=''
 if [ -f "$POD/pod" ]; then
   IFS= read -r owner <"$POD/pod" 2>/dev/null
 fi
 if [ "${owner%% *}" != "$POD_ID" ]; then
-  if ! rm -rf "$POD" 2>/dev/null || ! mkdir -p "$POD" 2>/dev/null; then
+  if [ -e "$POD" ] && ! rm -rf "$POD" 2>/dev/null; then
     fail 'cannot remove the state of an earlier pod'
+  fi
+  if ! mkdir "$POD" 2>/dev/null; then
+    RUN_DIR=/tmp/runpod-operator-run
+    POD=$RUN_DIR/.pod
+    mkdir -p "$POD" 2>/dev/null
+    fail "the run directory ${RUNPOD_OPERATOR_RUN_DIR:-} was claimed by another pod at the same time"
   fi
   put "$POD/pod" "$POD_ID $(now)"
   if [ -n "$owner" ]; then

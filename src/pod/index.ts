@@ -4,7 +4,7 @@ export { renderPodArgs, renderPodEnv, podEnvInputSchema, minifyScript, BOOTSTRAP
 export type { PodEnvInput, RenderArgsOptions } from './render.ts';
 export {
   DEFAULT_RUN_DIR, STATE_DIR, POD_FILES, POD_ENV, RUNPOD_ENV, IMAGE_REQUIREMENTS, HTTP_CLIENTS, DELETE_RULES, WATCHDOG_DEFAULTS,
-  SSHD_HOST_KEY_PATH, SSHD_CONFIG_PATH, podPath,
+  SSHD_HOST_KEY_PATH, SSHD_CONFIG_PATH, RUNS_DIR, podPath, runDirOf,
 } from './protocol.ts';
 export type { PodFile, DeleteRule } from './protocol.ts';
 export {

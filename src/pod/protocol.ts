@@ -6,6 +6,19 @@ import { posix } from 'node:path';
 /** Where the run lives on the pod unless the create env says otherwise (RUNPOD_OPERATOR_RUN_DIR). */
 export const DEFAULT_RUN_DIR = '/workspace/runpod-operator/run';
 
+/** The parent of every run's own directory. */
+export const RUNS_DIR = '/workspace/runpod-operator';
+
+/**
+ * The run's own directory on the pod, named by the run's UID: a network volume at /workspace is
+ * shared by runs (concurrent or later ones), and each must find only its own state, markers,
+ * inputs and results there.
+ */
+export function runDirOf(runUid: string): string {
+  if (!/^[A-Za-z0-9._:-]{1,128}$/.test(runUid) || runUid === '.' || runUid === '..') throw new Error(`not a run UID: ${runUid}`);
+  return `${RUNS_DIR}/${runUid}`;
+}
+
 /** The pod's state directory, relative to the run directory. */
 export const STATE_DIR = '.pod';
 

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { POD_SHELLS, runDirSchema } from './job.ts';
-import { DEFAULT_RUN_DIR, POD_ENV } from './protocol.ts';
+import { DEFAULT_RUN_DIR, POD_ENV, runDirOf } from './protocol.ts';
 
 /** The scripts as they ship: comment lines, blank lines and indentation dropped. */
 export function minifyScript(text: string): string {
@@ -91,7 +91,8 @@ export const podEnvInputSchema = z.strictObject({
   bootGraceSeconds: positiveSeconds,
   retrieveGraceSeconds: positiveSeconds,
   keepPod: z.boolean().default(false),
-  runDir: runDirSchema,
+  /** The run's directory on the pod; by default its own, named by its UID (runDirOf). */
+  runDir: runDirSchema.unwrap().optional(),
   /** The pod's pinned host key: the OpenSSH private key file's text. It travels base64-encoded. */
   hostPrivateKey: z.string().regex(/^-----BEGIN [A-Z ]*PRIVATE KEY-----\r?\n/, 'an OpenSSH private key'),
   /** The run's client public key, one OpenSSH line (no options). */
@@ -116,7 +117,7 @@ export function renderPodEnv(input: PodEnvInput): Record<string, string> {
     [POD_ENV.bootGrace]: String(v.bootGraceSeconds),
     [POD_ENV.retrieveGrace]: String(v.retrieveGraceSeconds),
     [POD_ENV.keepPod]: v.keepPod ? '1' : '0',
-    [POD_ENV.runDir]: v.runDir,
+    [POD_ENV.runDir]: v.runDir ?? runDirOf(v.runUid),
     [POD_ENV.hostKey]: Buffer.from(v.hostPrivateKey, 'utf8').toString('base64'),
     [POD_ENV.authorizedKey]: v.authorizedKey,
     ...renderPodScriptsEnv(),

@@ -26,6 +26,13 @@ export class Accounts {
   #options: AccountsOptions;
   #known = new Map<string, KnownAccount>();
   #observed = new Map<string, PodObserver>();
+  /**
+   * The key each run last read from its Secret, by run UID, so that deleting the run can still
+   * delete its pods when the Secret went first (namespace deletion, `kubectl delete -f dir/`).
+   * Memory only: a copy written anywhere (the owned <run>-ssh Secret) would be one more place the
+   * key lives, stale after a rotation, and gone anyway when a namespace is deleted.
+   */
+  #runKeys = new Map<string, string>();
   #idleTimer: NodeJS.Timeout;
 
   constructor(options: AccountsOptions) {
@@ -67,6 +74,21 @@ export class Accounts {
     return [...this.#observed.values()];
   }
 
+  /** Remembers the key a run read from its Secret (for its cleanup after the Secret is gone). */
+  rememberRunKey(runUid: string, apiKey: string): void {
+    this.#runKeys.set(runUid, apiKey);
+  }
+
+  /** The key the run last read, if this process saw one. */
+  runKey(runUid: string): string | undefined {
+    return this.#runKeys.get(runUid);
+  }
+
+  /** The run is gone (its finalizer removed): its key is no longer kept for it. */
+  forgetRun(runUid: string): void {
+    this.#runKeys.delete(runUid);
+  }
+
   /** Every account any run referenced since this process started, observed or not. */
   known(): KnownAccount[] {
     return [...this.#known.values()];
@@ -78,6 +100,7 @@ export class Accounts {
     this.#observed.clear();
     for (const { client } of this.#known.values()) await client.close();
     this.#known.clear();
+    this.#runKeys.clear();
   }
 
   #stopIdle(idleMs: number): void {

@@ -9,6 +9,7 @@
 import { setCondition, setPhase, conditionIs, isTerminal, observeGeneration } from './conditions.ts';
 import type { Action, Decision, Deletion, GpuCandidate, Observation, PodView, RunEvent, SpendFacts } from './model.ts';
 import type { Phase, Reason, RunpodRunStatus } from '../api/status.ts';
+import { skipCleanupAnnotation } from '../api/runpodrun.ts';
 import type { RunpodRunSpec } from '../api/spec.ts';
 import type { DeleteFailure } from '../pod/index.ts';
 import { reasonOfDeleteRule, whatIsKnown } from './pod-ended.ts';
@@ -56,7 +57,8 @@ export function decide(obs: Observation): Decision {
 /** The event a change of reason deserves (a Warning when the run failed). */
 export function transitionEvent(before: RunpodRunStatus, after: RunpodRunStatus): RunEvent | undefined {
   if (after.reason === before.reason || !after.reason || !after.message) return undefined;
-  return { type: after.phase === 'Failed' ? 'Warning' : 'Normal', reason: after.reason, note: after.message };
+  const warning = after.phase === 'Failed' || after.reason === 'CleanupBlocked';
+  return { type: warning ? 'Warning' : 'Normal', reason: after.reason, note: after.message };
 }
 
 type Step = Omit<Decision, 'status' | 'events'>;
@@ -183,11 +185,31 @@ function cleanUpForDeletion(ctx: Context): Step {
   if (!obs.run.hasFinalizer) return done;
   // No create was ever sent (or the user accepts that only the watchdog bounds the cost): nothing to wait for.
   if (obs.run.skipCleanup || !everCreated(status)) return step({ type: 'removeFinalizer' });
+  const missing = cleanupBlocker(obs);
+  if (missing) {
+    // Said once (the reason changes: an event) and then waited out with backoff, never dropped
+    // silently: the pods may bill on, so only the user may let go.
+    status.reason = 'CleanupBlocked';
+    status.message = `the run is being deleted, but its pods cannot be deleted: ${missing}. Restore the key, `
+      + `or let go without cleanup (the pod's watchdog still deletes it at its deadline): `
+      + `kubectl annotate runpodrun ${obs.run.name} -n ${obs.run.namespace} ${skipCleanupAnnotation}=true`;
+    return { action: { type: 'none' }, requeue: 'backoff' };
+  }
   if (!obs.pods) return wait(1000);
   markCurrentPodForDeletion(ctx);
   for (const pod of obs.pods.items) addStray(status, pod.id);
+  if (status.reason === 'CleanupBlocked') status.reason = 'Deleting';
   status.message = 'the run is being deleted: deleting its pods';
   return continueDeletions(ctx) ?? step({ type: 'removeFinalizer' });
+}
+
+/** What keeps a deleted run from deleting its pods (no usable key), or undefined. */
+function cleanupBlocker(obs: Observation): string | undefined {
+  if (!obs.credentials.found) {
+    return `${obs.credentials.message}, and this controller holds no earlier key of this run (it was restarted since, or never read one)`;
+  }
+  if (obs.credentials.rejected) return 'Runpod rejects the run\'s API key (401 when listing pods: revoked or wrong)';
+  return obs.credentials.insufficient;
 }
 
 const everCreated = (status: RunpodRunStatus): boolean => (status.attempts?.length ?? 0) > 0;

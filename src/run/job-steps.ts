@@ -1,9 +1,10 @@
 // The job's steps on a ready pod, each over the reconcile's one SSH connection: read the pod's
-// state, set keepPod, start the job, cancel it, retrieve and verify its results.
+// state, set keepPod, start the job, cancel it, retrieve and verify its results. `runDir` is the
+// run's own directory on the pod (runDirOf: per run UID, so runs sharing a network volume never meet).
 import { join, posix } from 'node:path';
 import { DEFAULT_RESULTS_MAX_BYTES, byteSizeValue, type RunpodRunSpec } from '../api/spec.ts';
 import {
-  DEFAULT_RUN_DIR, cancelJobCommand, jobEnvFile, markRetrievedCommand, parseAck, parseCancelOutput, parsePodState,
+  cancelJobCommand, jobEnvFile, markRetrievedCommand, parseAck, parseCancelOutput, parsePodState,
   parseStartOutput, podPath, podStateCommand, setKeepCommand, startJobCommand, writeJobEnvCommand, RETRIEVED_TAG, KEEP_TAG, ENV_TAG,
   type PodState,
 } from '../pod/index.ts';
@@ -12,21 +13,20 @@ import { computeManifest, downloadFile, exec, execChecked, retrieveDirectory, sh
 import type { RetrievalOutcome } from './decide.ts';
 import type { JobInputs } from './job-inputs.ts';
 
-const runDir = DEFAULT_RUN_DIR;
 const commandTimeout = { timeoutMs: 30_000 };
 
-export async function readPodState(ssh: SshConnection, signal?: AbortSignal): Promise<PodState> {
+export async function readPodState(ssh: SshConnection, runDir: string, signal?: AbortSignal): Promise<PodState> {
   const result = await execChecked(ssh, podStateCommand({ runDir }), 'reading the pod state', { ...commandTimeout, ...(signal ? { signal } : {}) });
   return parsePodState(result.stdout.toString('utf8'));
 }
 
-export async function setKeep(ssh: SshConnection, keep: boolean): Promise<void> {
+export async function setKeep(ssh: SshConnection, runDir: string, keep: boolean): Promise<void> {
   const result = await execChecked(ssh, setKeepCommand({ runDir, keep }), 'setting keepPod on the pod', commandTimeout);
   parseAck(result.stdout.toString('utf8'), KEEP_TAG);
 }
 
 /** Files first, then the env (0600, over stdin: never on a command line), then the detached start. */
-export async function startJob(ssh: SshConnection, spec: RunpodRunSpec, inputs: JobInputs): Promise<void> {
+export async function startJob(ssh: SshConnection, runDir: string, spec: RunpodRunSpec, inputs: JobInputs): Promise<void> {
   for (const file of inputs.files) {
     await uploadFile(ssh, posix.join(runDir, file.path), file.content, file.secret ? 0o600 : 0o644);
   }
@@ -37,7 +37,7 @@ export async function startJob(ssh: SshConnection, spec: RunpodRunSpec, inputs: 
   if (outcome.outcome === 'failed') throw new Error(`the job could not be started: ${outcome.reason}`);
 }
 
-export async function cancelJob(ssh: SshConnection): Promise<void> {
+export async function cancelJob(ssh: SshConnection, runDir: string): Promise<void> {
   const result = await execChecked(ssh, cancelJobCommand({ runDir, graceSeconds: 10 }), 'cancelling the job', commandTimeout);
   parseCancelOutput(result.stdout.toString('utf8'));
 }
@@ -53,7 +53,7 @@ export interface RetrieveStepOptions {
  * Streams the results directory and the job log into a staging directory, checks every file against
  * the pod's SHA-256 manifest, and only then moves it into place and writes the `retrieved` marker.
  */
-export async function retrieveResults(ssh: SshConnection, spec: RunpodRunSpec, location: string, options: RetrieveStepOptions = {}): Promise<RetrievalOutcome> {
+export async function retrieveResults(ssh: SshConnection, runDir: string, spec: RunpodRunSpec, location: string, options: RetrieveStepOptions = {}): Promise<RetrievalOutcome> {
   const remoteDir = posix.join(runDir, spec.results.path);
   const signal = options.signal ? { signal: options.signal } : {};
   // A job that wrote no results has an empty, verifiable result.
@@ -76,7 +76,7 @@ export async function retrieveResults(ssh: SshConnection, spec: RunpodRunSpec, l
       await discardStaging(staging);
       return { kind: 'unverified', message };
     }
-    await downloadJobLog(ssh, join(staging, jobLogName));
+    await downloadJobLog(ssh, runDir, join(staging, jobLogName));
     await commitResults(staging, location);
     const marked = await execChecked(ssh, markRetrievedCommand({ runDir }), 'marking the results retrieved', commandTimeout);
     parseAck(marked.stdout.toString('utf8'), RETRIEVED_TAG);
@@ -87,7 +87,7 @@ export async function retrieveResults(ssh: SshConnection, spec: RunpodRunSpec, l
   }
 }
 
-async function downloadJobLog(ssh: SshConnection, localPath: string): Promise<void> {
+async function downloadJobLog(ssh: SshConnection, runDir: string, localPath: string): Promise<void> {
   const remote = podPath(runDir, 'jobLog');
   const hash = await exec(ssh, `sha256sum < ${shellQuote(remote)}`, commandTimeout);
   const expectedSha256 = hash.code === 0 ? hash.stdout.toString('utf8').slice(0, 64) : undefined;

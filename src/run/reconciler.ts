@@ -11,6 +11,7 @@ import { connectPinned, HostKeyMismatchError, type SshConnection } from '../ssh/
 import { conditionIs, isTerminal } from './conditions.ts';
 import { resolveJobInputs, type JobInputsVerdict } from './job-inputs.ts';
 import { readPodState } from './job-steps.ts';
+import { runDirOf } from '../pod/index.ts';
 import { splitKey } from '../kube/keys.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import type { Accounts } from './accounts.ts';
@@ -97,7 +98,9 @@ export class RunReconciler {
     signal?.throwIfAborted();
     if (learned && !isDeepStrictEqual(learned, current.status ?? {})) {
       const transition = transitionEvent(current.status ?? {}, learned);
-      current = await this.runs.writeStatus(current, learned);
+      const { namespace, name } = current.metadata;
+      current = await this.runs.recordStatusChange(current, current.status ?? {}, learned, () =>
+        this.#options.logger.info({ namespace, name, action: decision.action.type }, 'status write met a conflict; re-read and re-applied what the step learned'));
       if (transition) this.#options.events.record(current, transition);
     }
     if (decision.action.type === 'removeFinalizer') this.#forget(run);
@@ -108,8 +111,11 @@ export class RunReconciler {
     const { uid, namespace } = run.metadata;
     const verdict = parseSpec(run.spec);
     const spec = verdict.ok ? verdict.spec : undefined;
-    const apiKey = spec ? await this.runs.secretValue(namespace, spec.credentials.secretName, spec.credentials.key) : undefined;
-    registerSecret(apiKey);
+    const secretKey = spec ? await this.runs.secretValue(namespace, spec.credentials.secretName, spec.credentials.key) : undefined;
+    registerSecret(secretKey);
+    if (secretKey) this.#options.accounts.rememberRunKey(uid, secretKey);
+    // A deleted run whose Secret went first still cleans up with the key it last used.
+    const apiKey = secretKey ?? (run.metadata.deletionTimestamp ? this.#options.accounts.runKey(uid) : undefined);
     const account = apiKey ? this.#options.accounts.get(apiKey) : undefined;
     const snapshot = account?.observer.snapshot;
     const { keys: sshKeys, foreign: sshSecretConflict } = await this.runs.readSshSecret(run);
@@ -120,7 +126,7 @@ export class RunReconciler {
       ? await resolveJobInputs(this.runs, namespace, spec.job)
       : { ok: true, inputs: { env: {}, files: [] } };
     const ssh = await this.#connectIfReady(run, status, sshKeys, call.signal);
-    const podState = ssh ? await readPodState(ssh, call.signal).catch((error: unknown) => this.#unreadable(run, error)) : undefined;
+    const podState = ssh ? await readPodState(ssh, runDirOf(uid), call.signal).catch((error: unknown) => this.#unreadable(run, error)) : undefined;
     const now = this.#options.now?.() ?? new Date();
     const location = resultLocation(this.#options.resultsDir, namespace, run.metadata.name, uid);
     const storedResults = status.job?.finishedAt && !status.results?.retrievedAt && !isTerminal(status.phase)
@@ -213,6 +219,7 @@ export class RunReconciler {
     this.#credentialRetries.delete(run.metadata.uid);
     this.#retrievalFailures.delete(run.metadata.uid);
     this.#spend.delete(run.metadata.uid);
+    this.#options.accounts.forgetRun(run.metadata.uid);
     for (const podId of [run.status?.pod?.id, ...(run.status?.strayPods ?? [])]) if (podId) this.#deletions.delete(podId);
   }
 }

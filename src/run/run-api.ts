@@ -4,7 +4,7 @@ import { apiVersion, finalizer, group, kind, plural, version, type RunpodRun } f
 import type { RunpodRunStatus } from '../api/status.ts';
 import { isAlreadyExists, isNotFound } from '../kube/errors.ts';
 import { addFinalizer, removeFinalizer } from '../kube/finalizers.ts';
-import { StatusWriter } from '../kube/status.ts';
+import { changeOf, StatusWriter } from '../kube/status.ts';
 
 export interface SshSecret { clientPrivateKey: string; clientPublicKey: string; hostPrivateKey: string; hostPublicKey: string }
 
@@ -61,6 +61,15 @@ export class RunApi {
   /** Writes the status when it differs; a stale resourceVersion is a ConflictError (requeued quietly). */
   async writeStatus(run: RunpodRun, status: RunpodRunStatus): Promise<RunpodRun> {
     return (await this.#status.write(run, status)).object;
+  }
+
+  /**
+   * Records what a step learned (the change from `before` to `after`) so that a 409 cannot throw
+   * it away: on a conflict the run is re-read and the same change applied to its fresh status.
+   */
+  async recordStatusChange(run: RunpodRun, before: RunpodRunStatus, after: RunpodRunStatus, onConflict?: () => void): Promise<RunpodRun> {
+    const reread = () => this.get(run.metadata.namespace, run.metadata.name);
+    return (await this.#status.update(run, changeOf(before, after), reread, { onConflict })).object;
   }
 
   async setFinalizer(run: RunpodRun, present: boolean): Promise<RunpodRun> {

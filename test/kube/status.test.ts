@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { ConflictError, isConflict } from '../../src/kube/errors.ts';
 import { addFinalizer, removeFinalizer } from '../../src/kube/finalizers.ts';
-import { StatusWriter } from '../../src/kube/status.ts';
+import { changeOf, StatusWriter } from '../../src/kube/status.ts';
 import { createTestNamespace, testCluster } from '../support/cluster.ts';
 import { rpr, testRun, type TestRun } from './helpers.ts';
 
@@ -60,6 +60,38 @@ void test('a stale resourceVersion is a ConflictError, and nothing is overwritte
     setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
   await assert.rejects(writer.write(fresh, { ...status1, phase: 'Running' }), (err: unknown) => err instanceof ConflictError && isConflict(err));
   assert.equal((await get()).status?.phase, 'Provisioning');
+});
+
+void test('update: a 409 re-reads the object and re-applies the change, keeping the other writer\'s', async () => {
+  const { api, ns, created, get, writer } = await setup('status-update');
+  const { object: before } = await writer.write(created, status1);
+  // What a step learned from `before`: the attempt got its pod.
+  const learned = { ...status1, attempts: [{ ...status1.attempts[0], outcome: 'Created', podId: 'pod-1' }] };
+  // Between our read and our write, another writer changes the status and the object (a new resourceVersion).
+  await api.patchNamespacedCustomObjectStatus({ ...rpr, namespace: ns, name: 'run', body: { status: { message: 'someone else' } } },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+  await api.patchNamespacedCustomObject({ ...rpr, namespace: ns, name: 'run', body: { metadata: { labels: { touched: 'yes' } } } },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+  let conflicts = 0;
+  const result = await writer.update(before, changeOf(before.status, learned), get, { onConflict: () => conflicts++ });
+  assert.equal(conflicts, 1, 'the first write met the 409');
+  assert.equal(result.written, true);
+  const stored = (await get()).status ?? {};
+  assert.deepEqual(stored.attempts, learned.attempts, 'what the step learned is stored');
+  assert.equal(stored.message, 'someone else', 'the other writer\'s change is kept');
+});
+
+void test('update: gives up with the ConflictError after its attempts', async () => {
+  const { api, ns, created, writer } = await setup('status-update-busy');
+  const { object: before } = await writer.write(created, status1);
+  const bump = async () => {
+    await api.patchNamespacedCustomObject({ ...rpr, namespace: ns, name: 'run', body: { metadata: { labels: { n: String(Math.random()).slice(2) } } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+  };
+  await bump();
+  // Every re-read returns a copy that is already stale again.
+  const staleRead = async () => { const copy = await api.getNamespacedCustomObject({ ...rpr, namespace: ns, name: 'run' }) as TestRun; await bump(); return copy; };
+  await assert.rejects(writer.update(before, changeOf(before.status, { ...status1, phase: 'Running' }), staleRead, { attempts: 3 }), ConflictError);
 });
 
 void test('refuses to write without a resourceVersion (the precondition is the point)', async () => {

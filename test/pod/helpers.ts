@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PodShell } from '../../src/pod/job.ts';
+import { DEFAULT_RUN_DIR } from '../../src/pod/protocol.ts';
 import { renderPodArgs, renderPodEnv, type PodEnvInput } from '../../src/pod/render.ts';
 import { assertNoLeaks, simPodLogs, simPods, type SimPod } from '../runpod-sim/client.ts';
 import type { RunningSimulator } from '../runpod-sim/server.ts';
@@ -124,6 +125,8 @@ export interface PodOptions {
   extraEnv?: Record<string, string>;
   /** The create call's image (the simulator's config may give it an entrypoint or an sshd of its own). */
   image?: string;
+  /** The create call's network volume (the simulator shares one directory per volume id). */
+  networkVolume?: { volumeId: string; path: string };
 }
 
 export function podEnvInput(sim: RunningSimulator, keys: Keys, input: Partial<PodEnvInput> = {}): PodEnvInput {
@@ -140,6 +143,8 @@ export function podEnvInput(sim: RunningSimulator, keys: Keys, input: Partial<Po
     hostPrivateKey: keys.hostPrivate,
     authorizedKey: keys.clientPublic,
     watchdogPeriodSeconds: 1,
+    // The pod commands' default, so that tests need not name it; the controller uses runDirOf(uid).
+    runDir: DEFAULT_RUN_DIR,
     ...input,
   };
 }
@@ -158,6 +163,7 @@ export async function createPod(sim: RunningSimulator, options: PodOptions): Pro
       ports: ['22/tcp'],
       args,
       env,
+      ...(options.networkVolume ? { mounts: { network: [options.networkVolume] } } : {}),
     }),
   });
   const body = (await response.json()) as { id?: string };

@@ -46,7 +46,8 @@ describe('renderPodEnv', () => {
       RUNPOD_OPERATOR_BOOT_GRACE: '1800',
       RUNPOD_OPERATOR_RETRIEVE_GRACE: '3600',
       RUNPOD_OPERATOR_KEEP_POD: '0',
-      RUNPOD_OPERATOR_RUN_DIR: '/workspace/runpod-operator/run',
+      // The run's own directory, named by its UID (runs sharing a network volume never meet).
+      RUNPOD_OPERATOR_RUN_DIR: '/workspace/runpod-operator/9d3c2b1a-0000-4000-8000-000000000002',
       RUNPOD_OPERATOR_HOST_KEY: Buffer.from(HOST_KEY).toString('base64'),
       RUNPOD_OPERATOR_AUTHORIZED_KEY: CLIENT_KEY,
       RUNPOD_OPERATOR_WATCHDOG_PERIOD: '5',

@@ -346,6 +346,21 @@ describe('decide: ending early', () => {
     assert.deepEqual(decide(observe({ run: skip, pods: undefined }, readyStatus())).action, { type: 'removeFinalizer' });
   });
 
+  test('deleting a run with no usable key: CleanupBlocked (a Warning naming skip-cleanup), backoff; a key again resumes the deletion', () => {
+    const deleting = { ...observe().run, deleting: true };
+    for (const credentials of [{ found: false as const, message: 'Secret ns/runpod not found' }, { found: true as const, rejected: true }]) {
+      const blocked = decide(observe({ run: deleting, credentials, pods: { listedAt: t0, items: [pod()] } }, readyStatus()));
+      assert.deepEqual(blocked.action, { type: 'none' });
+      assert.equal(blocked.requeue, 'backoff');
+      assert.equal(blocked.status.reason, 'CleanupBlocked');
+      assert.match(blocked.status.message ?? '', /kubectl annotate runpodrun r -n ns runpod-operator\.dev\/skip-cleanup=true/);
+      assert.deepEqual(blocked.events.map((e) => [e.type, e.reason]), [['Warning', 'CleanupBlocked']]);
+      const resumed = decide(observe({ run: deleting, pods: { listedAt: t0, items: [pod()] } }, blocked.status));
+      assert.deepEqual(resumed.action, { type: 'deletePod', podId: 'p1' });
+      assert.equal(resumed.status.reason, 'Deleting');
+    }
+  });
+
   test('after the end nothing of the run may keep billing, unless kept', () => {
     const failed = decide(observe({ spec: { ok: false, message: 'x' } })).status;
     failed.attempts = [{ name: 'r-1', gpuType: 'A', time: t0.toISOString(), outcome: 'Created', podId: 'p1' }];

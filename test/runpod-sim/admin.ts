@@ -85,6 +85,10 @@ const resetStats: AdminHandler = async (core) => {
   return Promise.resolve(json(200, core.stats.snapshot()));
 };
 
+const revokeKey: AdminHandler = async (core, _req, params) => {
+  return Promise.resolve(core.state.revokeKey(params[0] ?? '') ? json(200, { revoked: true }) : fail(problem(404, 'no such account key')));
+};
+
 export const adminRoutes: Route<AdminHandler>[] = [
   { method: 'GET', template: '/_sim/pods', handler: listPods },
   { method: 'GET', template: '/_sim/pods/{id}/logs', handler: podLogs },
@@ -93,4 +97,5 @@ export const adminRoutes: Route<AdminHandler>[] = [
   { method: 'DELETE', template: '/_sim/faults', handler: clearFaults },
   { method: 'GET', template: '/_sim/stats', handler: stats },
   { method: 'POST', template: '/_sim/reset-stats', handler: resetStats },
+  { method: 'DELETE', template: '/_sim/keys/{key}', handler: revokeKey },
 ];

@@ -77,6 +77,12 @@ export async function injectFault(adminUrl: string, fault: FaultInput): Promise<
  * Throws, listing them, if any pod is still alive or any process of a deleted pod is still on the
  * machine. Processes get `graceMs` to go (a delete already waits for them; a delayed vanish may not).
  */
+/** The account key stops authenticating, as when it is deleted in the console (401 from then on). */
+export async function revokeSimKey(adminUrl: string, key: string): Promise<void> {
+  const response = await fetch(`${adminUrl}/keys/${encodeURIComponent(key)}`, { method: 'DELETE' });
+  if (!response.ok) throw new Error(`revoke key: ${response.status} ${await response.text()}`);
+}
+
 export async function assertNoLeaks(adminUrl: string, graceMs = 2000): Promise<void> {
   const deadline = Date.now() + graceMs;
   for (;;) {

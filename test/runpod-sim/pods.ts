@@ -17,7 +17,9 @@
 // SIGKILL to a PID namespace's init ends every process in it; its parent only exits once they are
 // all gone, so awaiting the parent's exit is awaiting the pod's end.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import net from 'node:net';
+import { join } from 'node:path';
 import { once } from 'node:events';
 import type { SimConfig } from './config.ts';
 import type { PodRecord, PortMapping } from './state.ts';
@@ -30,6 +32,13 @@ const HOLDER_SCRIPT = `set -e
 mount --make-rprivate /
 mount -o remount,bind,ro /
 mount -t tmpfs -o mode=0755 tmpfs /workspace
+if [ -n "$4" ]; then
+  # A network volume: one directory of this machine per volume id, shared by every pod that mounts it.
+  mkdir -p "$5"
+  mount --bind "$4" "$5"
+  # A bind of a directory of the read-only / is read-only too until remounted.
+  mount -o remount,bind,rw "$5"
+fi
 hostname "$1"
 ip link set lo up
 echo ready
@@ -98,6 +107,8 @@ export interface PodHostContext {
   /** The simulator's TCP port: pods reach the API on 127.0.0.1 at this same port. */
   apiPort: number;
   apiSocket: string;
+  /** Where network volumes live on this machine (one directory per volume id). */
+  volumesDir: string;
 }
 
 interface Container {
@@ -128,12 +139,21 @@ export class RealPod {
     this.ctx = ctx;
   }
 
+  /** The host directory and mount path of the pod's network volume (mounts.network), or two empty words. */
+  private networkVolume(): [string, string] {
+    const network = (this.record.spec.mounts as { network?: { volumeId: string; path: string }[] }).network?.[0];
+    if (!network) return ['', ''];
+    const dir = join(this.ctx.volumesDir, network.volumeId.replace(/[^A-Za-z0-9._-]/g, '_'));
+    mkdirSync(dir, { recursive: true, mode: 0o755 });
+    return [dir, network.path];
+  }
+
   /** Boots the pod: holder first, then its container. Failures are logged and leave the pod in ERROR. */
   async boot(): Promise<void> {
     const holder = spawn(
       'setpriv',
       ['--pdeathsig', 'KILL', 'unshare', '--mount', '--net', '--pid', '--uts', '--fork', '--mount-proc', '--kill-child=SIGKILL',
-        'sh', '-c', HOLDER_SCRIPT, 'runpod-pod', this.record.id, String(this.ctx.apiPort), this.ctx.apiSocket],
+        'sh', '-c', HOLDER_SCRIPT, 'runpod-pod', this.record.id, String(this.ctx.apiPort), this.ctx.apiSocket, ...this.networkVolume()],
       { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH } },
     );
     this.holder = holder;

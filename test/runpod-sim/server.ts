@@ -50,7 +50,7 @@ export async function startSimulator(options: StartSimulatorOptions): Promise<Ru
   mkdirSync(socketDir, { recursive: true, mode: 0o755 });
   const apiSocket = `${socketDir}/api.sock`;
 
-  const host = { config, apiPort: 0, apiSocket };
+  const host = { config, apiPort: 0, apiSocket, volumesDir: `${socketDir}/volumes` };
   const core = new SimCore(config, options.apiKeys, host, log);
   const handle = requestHandler(core);
   const tcp = createServer(handle);

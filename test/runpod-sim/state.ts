@@ -96,6 +96,11 @@ export class SimState {
     for (const type of config.gpuTypes) this.stock.set(type.id, new Map(Object.entries(type.stock)));
   }
 
+  /** The account key stops authenticating (deleted in the console): 401 from then on. False when unknown. */
+  revokeKey(key: string): boolean {
+    return this.accountKeys.delete(key);
+  }
+
   principal(key: string): Principal | null {
     const scopes = this.accountKeys.get(key);
     if (scopes) return { kind: 'account', key, scopes };
