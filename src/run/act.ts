@@ -208,6 +208,8 @@ async function deletePod(ctx: ActContext, podId: string): Promise<void> {
 async function lookForGonePod(ctx: ActContext, podId: string): Promise<void> {
   const { client } = requireClient(ctx);
   const deletion = ctx.memory.deletions.get(podId) ?? { notFoundLooks: 0 };
+  // Before the GET: a list started after this moment saw the pod after this look.
+  deletion.lookedAt = new Date();
   try {
     await client.getPod(podId);
     // Alive after all: the evidence restarts, and a delete that did not take is sent again.
@@ -218,6 +220,19 @@ async function lookForGonePod(ctx: ActContext, podId: string): Promise<void> {
     deletion.notFoundLooks++;
   }
   ctx.memory.deletions.set(podId, deletion);
+}
+
+/**
+ * 404s count only in a row: a list that started after a pod's last 404 and still shows it wipes the
+ * 404s of a pod that nobody deleted (Runpod's GET flaps). A pod whose delete was sent keeps them: a
+ * deleted pod stays listed for a while (the list lags behind deletes, decide tolerates that).
+ */
+export function forgetContradictedLooks(deletions: Map<string, Deletion>, listedPodIds: Iterable<string>, listedAt: Date): void {
+  for (const podId of listedPodIds) {
+    const deletion = deletions.get(podId);
+    if (!deletion || deletion.sentAt || !deletion.lookedAt || deletion.lookedAt >= listedAt) continue;
+    deletions.delete(podId);
+  }
 }
 
 function requireClient(ctx: ActContext): { client: RunpodClient } {

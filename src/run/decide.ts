@@ -16,8 +16,13 @@ import { headroom, isRefused, judgeRefusedAttempt, retryAfterRefusal } from './w
 
 /** Attempts a run may make before it gives up (bounded status size). */
 const maxAttempts = 32;
-/** Spacing between the looks that confirm a pod is gone. */
+/** Spacing between the looks that confirm a deleted pod is gone (after Runpod answered its delete). */
 const lookSpacingMs = 2000;
+/**
+ * Spacing between the looks that judge a pod gone on its own (nobody here deleted it): Runpod's GET
+ * can answer 404 for a live pod for a few seconds, so three 404s must span 20 s (as the reference does).
+ */
+const goneLookSpacingMs = 10_000;
 /**
  * How long a deleted pod may stay in Runpod's list while every GET of it answers 404 (the list lags
  * behind deletes) before the GETs' word is taken: the run must not wait on a stale list forever.
@@ -135,6 +140,7 @@ function cleanUpForDeletion(ctx: Context): Step {
   // No create was ever sent (or the user accepts that only the watchdog bounds the cost): nothing to wait for.
   if (obs.run.skipCleanup || !everCreated(status)) return step({ type: 'removeFinalizer' });
   if (!obs.pods) return wait(1000);
+  reviveIfListedAgain(ctx);
   markCurrentPodForDeletion(ctx);
   for (const pod of obs.pods.items) addStray(status, pod.id);
   status.message = 'the run is being deleted: deleting its pods';
@@ -148,12 +154,30 @@ function afterTheEnd(ctx: Context): Step {
   const { obs, status } = ctx;
   if (!everCreated(status)) return done;
   if (!obs.pods) return wait(1000);
+  reviveIfListedAgain(ctx);
   const keep = obs.spec.ok && obs.spec.spec.keepPod;
   for (const pod of obs.pods.items) {
     if (!(keep && pod.id === status.pod?.id)) addStray(status, pod.id);
   }
   if (!keep) markCurrentPodForDeletion(ctx);
   return continueDeletions(ctx) ?? (keep && status.pod?.state !== 'Deleted' ? wait(obs.settings.pollIntervalMs) : done);
+}
+
+/**
+ * A pod judged gone on its own (404s and lists, no delete of ours) that a list taken after the
+ * verdict shows again was not gone: it is live again in the status (billing, so deleted or, if kept,
+ * followed), never left to bill unseen. A pod whose delete this process sent and confirmed is not
+ * revived by a list that lags behind the delete.
+ */
+function reviveIfListedAgain(ctx: Context): void {
+  const { obs, status } = ctx;
+  const pod = status.pod;
+  if (!pod?.id || pod.state !== 'Deleted' || obs.deletions[pod.id]?.sentAt) return;
+  const listed = obs.pods?.items.find((p) => p.id === pod.id);
+  if (!listed || !obs.pods || obs.pods.listedAt.getTime() <= Date.parse(pod.deletedAt ?? '')) return;
+  pod.state = listed.status;
+  delete pod.deletedAt;
+  ctx.events.push({ type: 'Warning', reason: 'PodLost', note: `pod ${pod.name ?? pod.id} was judged gone but a later list shows it again: it is ${obs.spec.ok && obs.spec.spec.keepPod ? 'kept (keepPod)' : 'deleted'}` });
 }
 
 function addStray(status: RunpodRunStatus, podId: string): void {
@@ -436,8 +460,15 @@ function podMissing(ctx: Context, deadline: number): Step {
   if (unlisted) return unlisted;
   const listedAfterCreate = obs.pods !== undefined && obs.pods.listedAt.getTime() > Date.parse(pod.createdAt ?? '') + obs.settings.ambiguousLookupMs;
   if (!listedAfterCreate) return wait(obs.settings.pollIntervalMs);
-  const looks = obs.deletions[pod.id!]?.notFoundLooks ?? 0;
-  if (looks < obs.settings.goneLooks) return step({ type: 'lookForGonePod', podId: pod.id! }, lookSpacingMs);
+  const evidence = obs.deletions[pod.id!];
+  const sinceLook = evidence?.lookedAt ? obs.now.getTime() - evidence.lookedAt.getTime() : Infinity;
+  if ((evidence?.notFoundLooks ?? 0) < obs.settings.goneLooks) {
+    // Spaced in time, not by the requeue alone: any event may wake the reconcile sooner.
+    if (sinceLook < goneLookSpacingMs) return wait(goneLookSpacingMs - sinceLook);
+    return step({ type: 'lookForGonePod', podId: pod.id! }, goneLookSpacingMs);
+  }
+  // The last word is a list taken after the last 404 (one that shows the pod wipes the 404s).
+  if (evidence?.lookedAt && obs.pods!.listedAt <= evidence.lookedAt) return wait(Math.min(obs.settings.pollIntervalMs, 5000));
   pod.state = 'Deleted';
   pod.deletedAt ??= obs.now.toISOString();
   return fail(ctx, ...whyThePodWent(ctx, deadline));

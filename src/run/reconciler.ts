@@ -14,7 +14,7 @@ import { readPodState } from './job-steps.ts';
 import { splitKey } from '../kube/keys.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import type { Accounts } from './accounts.ts';
-import { act, podView, protectSshKeys, type ActContext } from './act.ts';
+import { act, forgetContradictedLooks, podView, protectSshKeys, type ActContext } from './act.ts';
 import { decide, transitionEvent } from './decide.ts';
 import type { DecideSettings, Deletion, GpuCandidate, Observation, RunEvent, SpendFacts } from './model.ts';
 import { buildCreatePodRequest } from './pod-request.ts';
@@ -88,6 +88,7 @@ export class RunReconciler {
     registerSecret(apiKey);
     const account = apiKey ? this.#options.accounts.get(apiKey) : undefined;
     const snapshot = account?.observer.snapshot;
+    if (snapshot) forgetContradictedLooks(this.#deletions, (snapshot.byRun.get(uid) ?? []).map((pod) => pod.id), snapshot.listedAt);
     const { keys: sshKeys, foreign: sshSecretConflict } = await this.runs.readSshSecret(run);
     if (sshKeys) protectSshKeys(sshKeys);
     const status: RunpodRunStatus = structuredClone(run.status ?? {});
