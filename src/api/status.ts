@@ -54,6 +54,7 @@ export const attempt = z.object({
   podId: z.string().optional().meta({ description: 'Pod id, once known.' }),
   message: z.string().max(4096).optional().meta({ description: 'Details.' }),
   retryAfter: time.optional().meta({ description: 'A refused attempt is not sent again before this time.' }),
+  lostAt: time.optional().meta({ description: 'When the create\'s answer was lost (timeout, 5xx, reset, a crash): the pod is looked for in lists taken after this.' }),
 }).meta({ description: 'One create attempt.' });
 
 export const runpodRunStatus = z.object({

@@ -126,7 +126,8 @@ async function createPod(ctx: ActContext, attemptName: string, attemptNumber: nu
 }
 
 function createFailure(error: unknown): CreateOutcome {
-  if (!isRunpodError(error)) return { kind: 'ambiguous', message: 'the create call failed in an unexpected way' };
+  const lostAt = new Date();
+  if (!isRunpodError(error)) return { kind: 'ambiguous', message: 'the create call failed in an unexpected way', lostAt };
   const message = error.message;
   switch (error.kind) {
     case 'capacity': return { kind: 'capacity', message };
@@ -138,7 +139,7 @@ function createFailure(error: unknown): CreateOutcome {
     // Refused before anything was done: nothing exists, the same attempt is sent again later.
     case 'rate-limited': return { kind: 'rate-limited', message, retryAfterMs: error.retryAfterMs };
     case 'spend-limit': return { kind: 'spend-limit', message };
-    default: return { kind: 'ambiguous', message };
+    default: return { kind: 'ambiguous', message, lostAt };
   }
 }
 

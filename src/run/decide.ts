@@ -251,8 +251,16 @@ function adoptAfterAmbiguousCreate(ctx: Context): void {
     status.pod = podStatusFrom(found, last.gpuType, obs);
     return;
   }
+  if (!last.lostAt) {
+    // Found Pending: the process that sent it crashed, or could not write its answer (a 409 on the
+    // status write after the POST). The answer is lost from now on, as far as anyone here can tell.
+    last.lostAt = obs.now.toISOString();
+    return;
+  }
+  // Only lists started after the answer was lost count (one taken while the request hung proves
+  // nothing), and only once a new pod has had the time to show up in them (lists lag behind creates).
   const lookedLongEnough = obs.pods !== undefined
-    && obs.pods.listedAt.getTime() >= Date.parse(last.time) + obs.settings.ambiguousLookupMs;
+    && obs.pods.listedAt.getTime() >= Date.parse(last.lostAt) + Math.max(obs.settings.ambiguousLookupMs, newPodListLagToleranceMs);
   if (lookedLongEnough) {
     last.outcome = 'Failed';
     last.message = 'the create answer was lost and no pod with its name appeared';
@@ -558,7 +566,8 @@ function whyThePodWent(ctx: Context, deadline: number, how: 'disappeared' | 'EXI
 export type CreateOutcome =
   | { kind: 'created'; pod: PodView }
   | { kind: 'capacity'; message: string }
-  | { kind: 'ambiguous'; message: string }
+  /** lostAt: when the call ended without a usable answer (after the POST, not before it). */
+  | { kind: 'ambiguous'; message: string; lostAt: Date }
   | { kind: 'failed'; reason: 'InsufficientBalance' | 'InvalidSpec' | 'CredentialsRejected' | 'CredentialsInsufficient'; message: string }
   /** A 429: nothing was created; sent again after Retry-After. */
   | { kind: 'rate-limited'; message: string; retryAfterMs?: number | undefined }
@@ -585,6 +594,7 @@ export function applyCreateOutcome(obs: Observation, status: RunpodRunStatus, at
     case 'ambiguous':
       attempt.outcome = 'Ambiguous';
       attempt.message = outcome.message;
+      attempt.lostAt = outcome.lostAt.toISOString();
       return;
     case 'rate-limited':
       attempt.outcome = 'RateLimited';

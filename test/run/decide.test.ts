@@ -159,7 +159,7 @@ describe('decide: provisioning', () => {
   test('an ambiguous create is never resent: the pod is looked up by name and adopted', () => {
     const obs = observe();
     const d = decide(obs);
-    applyCreateOutcome(obs, d.status, 'r-1', { kind: 'ambiguous', message: '500' });
+    applyCreateOutcome(obs, d.status, 'r-1', { kind: 'ambiguous', message: '500', lostAt: t0 });
     const waiting = decide(observe({ now: at(3), pods: { listedAt: at(3), items: [] } }, d.status));
     assert.deepEqual(waiting.action, { type: 'none' }, 'no create while the first may exist');
     const adopted = decide(observe({ now: at(6), pods: { listedAt: at(6), items: [pod({ id: 'p9' })] } }, waiting.status));
@@ -171,8 +171,8 @@ describe('decide: provisioning', () => {
   test('an ambiguous create with no pod after the lookup grace is retried on the same type', () => {
     const obs = observe();
     const d = decide(obs);
-    applyCreateOutcome(obs, d.status, 'r-1', { kind: 'ambiguous', message: 'timeout' });
-    const next = decide(observe({ now: at(20), pods: { listedAt: at(20), items: [] } }, d.status));
+    applyCreateOutcome(obs, d.status, 'r-1', { kind: 'ambiguous', message: 'timeout', lostAt: t0 });
+    const next = decide(observe({ now: at(61), pods: { listedAt: at(60), items: [] } }, d.status));
     assert.equal(next.status.attempts?.[0]?.outcome, 'Failed');
     assert.deepEqual(next.action, { type: 'createPod', attemptName: 'r-2', gpuType: 'A', attemptNumber: 2 });
   });

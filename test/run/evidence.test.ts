@@ -109,3 +109,48 @@ describe('a pod judged gone on its own', () => {
     assert.equal(ours.status.pod?.state, 'Deleted');
   });
 });
+
+describe('a create whose answer was lost', () => {
+  /** Attempt r-1 recorded at 0 s; its answer lost at `lostSeconds` (a timeout ends long after the POST began). */
+  function lost(lostSeconds: number): RunpodRunStatus {
+    const obs = observe();
+    const first = decide(obs);
+    applyCreateOutcome(observe({ now: at(0) }), first.status, 'r-1', { kind: 'ambiguous', message: 'timeout', lostAt: at(lostSeconds) });
+    return first.status;
+  }
+  const emptyList = (status: RunpodRunStatus, seconds: number, listedAt = seconds) =>
+    decide(observe({ now: at(seconds), pods: { listedAt: at(listedAt), items: [] } }, status));
+
+  test('the lookup counts from when the answer was lost, not from the attempt', () => {
+    const status = lost(60);
+    assert.equal(status.attempts?.[0]?.lostAt, at(60).toISOString());
+    // A list taken while the request hung (or right after it) proves nothing.
+    for (const [now, listedAt] of [[61, 59], [61, 61], [90, 89], [119, 118]] as const) {
+      const d = emptyList(status, now, listedAt);
+      assert.notEqual(d.action.type, 'createPod', `no resend at ${now} s with a list of ${listedAt} s`);
+      assert.equal(d.status.attempts?.[0]?.outcome, 'Ambiguous');
+    }
+    // A list started a list-lag tolerance (60 s) after the loss: given up, the same type tried again.
+    const after = emptyList(status, 121, 120);
+    assert.equal(after.status.attempts?.[0]?.outcome, 'Failed');
+    assert.deepEqual(after.action, { type: 'createPod', attemptName: 'r-2', gpuType: 'A', attemptNumber: 2 });
+  });
+
+  test('a pod that shows up late (list lag) is adopted, never created twice', () => {
+    const status = lost(1);
+    const waited = emptyList(status, 40, 40).status;
+    const adopted = decide(observe({ now: at(45), pods: { listedAt: at(45), items: [pod({ id: 'late' })] } }, waited));
+    assert.equal(adopted.status.pod?.id, 'late');
+    assert.equal(adopted.status.attempts?.length, 1);
+  });
+
+  test('an attempt found Pending (a crash, or a 409 on the write after the POST) is stamped lost when first seen so', () => {
+    const pending = decide(observe()).status;
+    assert.equal(pending.attempts?.[0]?.outcome, 'Pending');
+    const seen = emptyList(pending, 30, 30);
+    assert.equal(seen.status.attempts?.[0]?.lostAt, at(30).toISOString());
+    assert.notEqual(seen.action.type, 'createPod');
+    assert.notEqual(emptyList(seen.status, 70, 70).action.type, 'createPod', 'the grace counts from 30 s');
+    assert.deepEqual(emptyList(seen.status, 91, 90).action, { type: 'createPod', attemptName: 'r-2', gpuType: 'A', attemptNumber: 2 });
+  });
+});
