@@ -12,7 +12,7 @@ import type { Phase, Reason, RunpodRunStatus } from '../api/status.ts';
 import type { RunpodRunSpec } from '../api/spec.ts';
 import type { DeleteFailure } from '../pod/index.ts';
 import { reasonOfDeleteRule, whatIsKnown } from './pod-ended.ts';
-import { headroom, isRefused, judgeRefusedAttempt, retryAfterRefusal } from './waiting.ts';
+import { headroom, isRefused, judgeRefusedAttempt, nextCapacityRound, queueDeadline, retryAfterRefusal } from './waiting.ts';
 
 /** Attempts a run may make before it gives up (bounded status size). */
 const maxAttempts = 32;
@@ -290,6 +290,8 @@ function provision(ctx: Context, spec: RunpodRunSpec): Step {
     phase(ctx, 'Pending', status.reason ?? 'Provisioning', `creating pod ${last.name} on ${last.gpuType} again ${again}`);
     return step({ type: 'createPod', attemptName: last.name, gpuType: last.gpuType, attemptNumber: status.attempts?.length ?? 1 });
   }
+  const queued = sendQueuedForCapacity(ctx, spec);
+  if (queued) return queued;
   let candidates: GpuCandidate[];
   if (spec.gpu.types) {
     candidates = spec.gpu.types.map((gpuType) => ({ gpuType }));
@@ -300,6 +302,7 @@ function provision(ctx: Context, spec: RunpodRunSpec): Step {
   }
   const attempts = status.attempts ?? [];
   const next = nextCandidate(candidates, attempts);
+  if (!next && attempts.length > 0 && attempts.every((a) => a.outcome === 'NoCapacity')) return waitForCapacity(ctx, spec);
   if (!next || attempts.length >= maxAttempts) {
     const tried = [...new Set(attempts.map((a) => a.gpuType))].join(', ');
     return fail(ctx, 'NoCapacity', candidates.length === 0
@@ -311,6 +314,55 @@ function provision(ctx: Context, spec: RunpodRunSpec): Step {
   status.attempts = [...attempts, { name: attemptName, gpuType: next.gpuType, time: obs.now.toISOString(), outcome: 'Pending' }];
   phase(ctx, 'Provisioning', 'Provisioning', `creating pod ${attemptName} on ${next.gpuType}`);
   return step({ type: 'createPod', attemptName, gpuType: next.gpuType, attemptNumber });
+}
+
+const capacityWaitReason = (spec: RunpodRunSpec, until: number): string =>
+  `waiting for capacity until ${new Date(until).toISOString()} (spec.limits.queueTimeoutSeconds ${spec.limits.queueTimeoutSeconds}s)`;
+
+/**
+ * Every type was refused for capacity: nothing exists, so the run waits (Pending/WaitingForCapacity)
+ * and each refused attempt is queued to be sent again, in place (same name, same type), at the next round.
+ */
+function waitForCapacity(ctx: Context, spec: RunpodRunSpec): Step {
+  const { obs, status } = ctx;
+  const now = obs.now.getTime();
+  status.waitingSince ??= obs.now.toISOString();
+  const attempts = status.attempts ?? [];
+  const types = [...new Set(attempts.map((a) => a.gpuType))].join(', ');
+  const until = queueDeadline(status, now, spec.limits.queueTimeoutSeconds);
+  if (now >= until) {
+    return fail(ctx, 'NoCapacity', `no GPU type had capacity within spec.limits.queueTimeoutSeconds (${spec.limits.queueTimeoutSeconds}s) (tried: ${types})`);
+  }
+  const round = nextCapacityRound(obs, Date.parse(status.waitingSince));
+  for (const attempt of attempts) attempt.retryAfter = round.toISOString();
+  phase(ctx, 'Pending', 'WaitingForCapacity', `no capacity on ${types}; ${capacityWaitReason(spec, until)}, trying again at ${round.toISOString()}`);
+  return wait(Math.min(round.getTime(), until) - now);
+}
+
+/** A round of the capacity wait: the queued attempts are sent again one by one, in order, once due. */
+function sendQueuedForCapacity(ctx: Context, spec: RunpodRunSpec): Step | undefined {
+  const { obs, status } = ctx;
+  const attempts = status.attempts ?? [];
+  const queued = attempts.filter((a) => a.outcome === 'NoCapacity' && a.retryAfter !== undefined);
+  if (queued.length === 0) return undefined;
+  const now = obs.now.getTime();
+  const until = queueDeadline(status, now, spec.limits.queueTimeoutSeconds);
+  const types = [...new Set(attempts.map((a) => a.gpuType))].join(', ');
+  if (now >= until) {
+    return fail(ctx, 'NoCapacity', `no GPU type had capacity within spec.limits.queueTimeoutSeconds (${spec.limits.queueTimeoutSeconds}s) (tried: ${types})`);
+  }
+  const due = queued.find((a) => Date.parse(a.retryAfter ?? '') <= now);
+  if (!due) {
+    const next = Math.min(...queued.map((a) => Date.parse(a.retryAfter ?? '')));
+    phase(ctx, 'Pending', 'WaitingForCapacity', `no capacity on ${types}; ${capacityWaitReason(spec, until)}, trying again at ${new Date(next).toISOString()}`);
+    return wait(Math.min(next, until) - now);
+  }
+  due.outcome = 'Pending';
+  due.time = obs.now.toISOString();
+  delete due.retryAfter;
+  delete due.message;
+  phase(ctx, 'Pending', 'WaitingForCapacity', `creating pod ${due.name} on ${due.gpuType} again; ${capacityWaitReason(spec, until)}`);
+  return step({ type: 'createPod', attemptName: due.name, gpuType: due.gpuType, attemptNumber: attempts.indexOf(due) + 1 });
 }
 
 /** The next GPU type: after a type without capacity or readiness, the following one; after a lost answer, the same. */
@@ -584,6 +636,8 @@ export function applyCreateOutcome(obs: Observation, status: RunpodRunStatus, at
       attempt.podId = outcome.pod.id;
       delete attempt.message;
       delete status.waitingSince;
+      // The capacity wait is over: nothing stays queued to be sent again.
+      for (const other of status.attempts ?? []) delete other.retryAfter;
       status.pod = podStatusFrom(outcome.pod, attempt.gpuType, obs);
       phase(ctx, 'Provisioning', 'WaitingForSsh', `pod ${outcome.pod.name} (${outcome.pod.id}) created on ${attempt.gpuType}`);
       return;

@@ -124,7 +124,7 @@ describe('decide: provisioning', () => {
     assert.equal(d.status.phase, 'Provisioning');
   });
 
-  test('no capacity on the first type moves on to the second, then fails NoCapacity', () => {
+  test('no capacity on the first type moves on to the second, then waits for capacity (capacity-wait.test.ts)', () => {
     const obs = observe();
     const first = decide(obs);
     applyCreateOutcome(obs, first.status, 'r-1', { kind: 'capacity', message: 'no instances' });
@@ -132,8 +132,9 @@ describe('decide: provisioning', () => {
     assert.deepEqual(second.action, { type: 'createPod', attemptName: 'r-2', gpuType: 'B', attemptNumber: 2 });
     applyCreateOutcome(obs, second.status, 'r-2', { kind: 'capacity', message: 'no instances' });
     const third = decide(observe({}, second.status));
-    assert.equal(third.status.reason, 'NoCapacity');
-    assert.match(third.status.message!, /tried: A, B/);
+    assert.equal(third.status.phase, 'Pending');
+    assert.equal(third.status.reason, 'WaitingForCapacity');
+    assert.match(third.status.message!, /no capacity on A, B/);
   });
 
   test('gpu.auto reads the catalog once, then goes cheapest first', () => {
