@@ -93,15 +93,22 @@ function requireSsh(ctx: ActContext): SshConnection {
   return ctx.ssh;
 }
 
+/** With gpu.auto and nothing in stock: how many out-of-stock types a capacity wait walks (each round sends one create per type). */
+const outOfStockCandidates = 3;
+
 async function readCatalog(ctx: ActContext): Promise<void> {
   const { spec, client } = requireAccount(ctx);
   const auto = spec.gpu.auto ?? {};
   const offers = await client.listGpuTypes({ cloud: spec.cloud, gpuCount: spec.gpu.count });
-  const ranked = rankGpuTypes(offers, {
+  const criteria = {
     cloud: spec.cloud, gpuCount: spec.gpu.count, minVramGb: auto.minVramGb,
     maxPricePerHour: auto.maxPricePerHour === undefined ? undefined : Number(auto.maxPricePerHour),
     dataCenterIds: spec.dataCenterIds,
-  });
+  };
+  let ranked = rankGpuTypes(offers, criteria);
+  // Nothing in stock now: the cheapest few that fit are tried anyway, so the run waits for capacity
+  // (their refusals, rounds with backoff) instead of failing on a snapshot of stock.
+  if (ranked.length === 0) ranked = rankGpuTypes(offers, { ...criteria, includeOutOfStock: true }).slice(0, outOfStockCandidates);
   ctx.memory.catalogs.set(ctx.run.metadata.uid, ranked.map((offer) => ({ gpuType: offer.id })));
 }
 

@@ -306,7 +306,7 @@ function provision(ctx: Context, spec: RunpodRunSpec): Step {
   if (!next || attempts.length >= maxAttempts) {
     const tried = [...new Set(attempts.map((a) => a.gpuType))].join(', ');
     return fail(ctx, 'NoCapacity', candidates.length === 0
-      ? 'no GPU type in stock matches gpu.auto'
+      ? 'no GPU type offered on this cloud matches gpu.auto (minVramGb, maxPricePerHour, gpu.count, dataCenterIds)'
       : `no GPU type could be provisioned (tried: ${tried || 'none'})`);
   }
   const attemptNumber = attempts.length + 1;

@@ -27,6 +27,24 @@ describe('waiting for capacity', { concurrency: true }, () => {
       await world.deleteRun('capwait');
     }));
 
+  test('gpu.auto with the only fitting GPU taken by another run: the second run waits, and gets it once the first is deleted', () =>
+    withWorld('capauto', async (world) => {
+      // One A100 in EU-RO-1 (the default stock): the only type with 80 GB under $2/h there.
+      const spec = { gpu: { auto: { minVramGb: 80, maxPricePerHour: '2' } }, dataCenterIds: ['EU-RO-1'] };
+      await world.apply(runManifest('first', spec));
+      await world.waitForRun('first', 'PodReady', podReady, 90_000);
+      await world.apply(runManifest('second', spec));
+      const waiting = await world.waitForRun('second', 'WaitingForCapacity', (r) => r.status?.reason === 'WaitingForCapacity');
+      assert.equal(waiting.status?.phase, 'Pending');
+      assert.deepEqual(waiting.status?.attempts?.map((a) => [a.gpuType, a.outcome]), [['NVIDIA A100 80GB PCIe', 'NoCapacity']], 'tried although the catalog showed it out of stock');
+      await world.deleteRun('first');
+      const run = await world.waitForRun('second', 'PodReady', podReady, 120_000);
+      assert.equal(run.status?.pod?.gpuType, 'NVIDIA A100 80GB PCIe');
+      assert.equal(run.status?.attempts?.length, 1);
+      assert.ok(countRequests(await simStats(world.sim.adminUrl), 'POST', '/v2/pods') <= 8, 'a few rounds of one create');
+      await world.deleteRun('second');
+    }));
+
   test('no capacity for longer than queueTimeoutSeconds: Failed/NoCapacity after it, with few creates and no pod', () =>
     withWorld('captimeout', async (world) => {
       await injectFault(world.sim.adminUrl, { fault: 'no-capacity', count: 1000 });
