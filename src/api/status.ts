@@ -11,7 +11,7 @@ export const reasons = [
   'Succeeded', 'NoCapacity', 'DeadlineExceeded', 'BootTimeout', 'BootFailed', 'JobFailed', 'ResultsUnverified',
   'Cancelled', 'InvalidSpec', 'CredentialsMissing', 'CredentialsRejected', 'InsufficientBalance', 'PodLost',
   'CostCapReached', 'Deleting', 'RateLimited', 'SpendLimitReached', 'CredentialsInsufficient',
-  'SshSecretConflict', 'ResultsTooLarge', 'CleanupBlocked',
+  'SshSecretConflict', 'ResultsTooLarge', 'CleanupBlocked', 'WaitingForCapacity',
 ] as const;
 export type Reason = (typeof reasons)[number];
 
@@ -53,8 +53,9 @@ export const attempt = z.object({
   }),
   podId: z.string().optional().meta({ description: 'Pod id, once known.' }),
   message: z.string().max(4096).optional().meta({ description: 'Details.' }),
-  retryAfter: time.optional().meta({ description: 'A refused attempt is not sent again before this time.' }),
+  retryAfter: time.optional().meta({ description: 'A refused attempt (429, spend limit, or no capacity on any type) is not sent again before this time.' }),
   costUsd: usd.optional().meta({ description: 'Estimated spend of this attempt\'s pod once a later pod replaced it (counted in estimatedCostUsd).' }),
+  lostAt: time.optional().meta({ description: 'When the create\'s answer was lost (timeout, 5xx, reset, a crash): the pod is looked for in lists taken after this.' }),
 }).meta({ description: 'One create attempt.' });
 
 export const runpodRunStatus = z.object({
@@ -67,7 +68,7 @@ export const runpodRunStatus = z.object({
     'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'],
   }),
   startTime: time.optional().meta({ description: 'When the controller started working on the run.' }),
-  waitingSince: time.optional().meta({ description: 'When the run began waiting for room under the account spend limit; after spec.limits.queueTimeoutSeconds it ends Failed/NoCapacity.' }),
+  waitingSince: time.optional().meta({ description: 'When the run began waiting for capacity or for room under the account spend limit; after spec.limits.queueTimeoutSeconds it ends Failed/NoCapacity.' }),
   completionTime: time.optional().meta({ description: 'When the run ended.' }),
   pod: podStatus.optional(),
   attempts: z.array(attempt).max(64).optional().meta({ description: 'Every create, recorded before its request is sent.' }),

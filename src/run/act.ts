@@ -110,15 +110,22 @@ function requireSsh(ctx: ActContext): SshConnection {
   return ctx.ssh;
 }
 
+/** With gpu.auto and nothing in stock: how many out-of-stock types a capacity wait walks (each round sends one create per type). */
+const outOfStockCandidates = 3;
+
 async function readCatalog(ctx: ActContext): Promise<void> {
   const { spec, client } = requireAccount(ctx);
   const auto = spec.gpu.auto ?? {};
   const offers = await client.listGpuTypes({ cloud: spec.cloud, gpuCount: spec.gpu.count, signal: ctx.signal });
-  const ranked = rankGpuTypes(offers, {
+  const criteria = {
     cloud: spec.cloud, gpuCount: spec.gpu.count, minVramGb: auto.minVramGb,
     maxPricePerHour: auto.maxPricePerHour === undefined ? undefined : Number(auto.maxPricePerHour),
     dataCenterIds: spec.dataCenterIds,
-  });
+  };
+  let ranked = rankGpuTypes(offers, criteria);
+  // Nothing in stock now: the cheapest few that fit are tried anyway, so the run waits for capacity
+  // (their refusals, rounds with backoff) instead of failing on a snapshot of stock.
+  if (ranked.length === 0) ranked = rankGpuTypes(offers, { ...criteria, includeOutOfStock: true }).slice(0, outOfStockCandidates);
   ctx.memory.catalogs.set(ctx.run.metadata.uid, ranked.map((offer) => ({ gpuType: offer.id })));
 }
 
@@ -143,7 +150,8 @@ async function createPod(ctx: ActContext, attemptName: string, attemptNumber: nu
 }
 
 function createFailure(error: unknown): CreateOutcome {
-  if (!isRunpodError(error)) return { kind: 'ambiguous', message: 'the create call failed in an unexpected way' };
+  const lostAt = new Date();
+  if (!isRunpodError(error)) return { kind: 'ambiguous', message: 'the create call failed in an unexpected way', lostAt };
   const message = error.message;
   switch (error.kind) {
     case 'capacity': return { kind: 'capacity', message };
@@ -155,7 +163,7 @@ function createFailure(error: unknown): CreateOutcome {
     // Refused before anything was done: nothing exists, the same attempt is sent again later.
     case 'rate-limited': return { kind: 'rate-limited', message, retryAfterMs: error.retryAfterMs };
     case 'spend-limit': return { kind: 'spend-limit', message };
-    default: return { kind: 'ambiguous', message };
+    default: return { kind: 'ambiguous', message, lostAt };
   }
 }
 
@@ -229,6 +237,8 @@ async function deletePod(ctx: ActContext, podId: string): Promise<void> {
 async function lookForGonePod(ctx: ActContext, podId: string): Promise<void> {
   const { client } = requireClient(ctx);
   const deletion = ctx.memory.deletions.get(podId) ?? { notFoundLooks: 0 };
+  // Before the GET: a list started after this moment saw the pod after this look.
+  deletion.lookedAt = new Date();
   try {
     await client.getPod(podId, { signal: ctx.signal });
     // Alive after all: the evidence restarts, and a delete that did not take is sent again.
@@ -239,6 +249,19 @@ async function lookForGonePod(ctx: ActContext, podId: string): Promise<void> {
     deletion.notFoundLooks++;
   }
   ctx.memory.deletions.set(podId, deletion);
+}
+
+/**
+ * 404s count only in a row: a list that started after a pod's last 404 and still shows it wipes the
+ * 404s of a pod that nobody deleted (Runpod's GET flaps). A pod whose delete was sent keeps them: a
+ * deleted pod stays listed for a while (the list lags behind deletes, decide tolerates that).
+ */
+export function forgetContradictedLooks(deletions: Map<string, Deletion>, listedPodIds: Iterable<string>, listedAt: Date): void {
+  for (const podId of listedPodIds) {
+    const deletion = deletions.get(podId);
+    if (!deletion || deletion.sentAt || !deletion.lookedAt || deletion.lookedAt >= listedAt) continue;
+    deletions.delete(podId);
+  }
 }
 
 function requireClient(ctx: ActContext): { client: RunpodClient } {

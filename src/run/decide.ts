@@ -13,12 +13,17 @@ import { skipCleanupAnnotation } from '../api/runpodrun.ts';
 import type { RunpodRunSpec } from '../api/spec.ts';
 import type { DeleteFailure } from '../pod/index.ts';
 import { reasonOfDeleteRule, whatIsKnown } from './pod-ended.ts';
-import { headroom, isRefused, judgeRefusedAttempt, retryAfterRefusal } from './waiting.ts';
+import { headroom, isRefused, judgeRefusedAttempt, nextCapacityRound, queueDeadline, retryAfterRefusal } from './waiting.ts';
 
 /** Attempts a run may make before it gives up (bounded status size). */
 const maxAttempts = 32;
-/** Spacing between the looks that confirm a pod is gone. */
+/** Spacing between the looks that confirm a deleted pod is gone (after Runpod answered its delete). */
 const lookSpacingMs = 2000;
+/**
+ * Spacing between the looks that judge a pod gone on its own (nobody here deleted it): Runpod's GET
+ * can answer 404 for a live pod for a few seconds, so three 404s must span 20 s (as the reference does).
+ */
+const goneLookSpacingMs = 10_000;
 /**
  * How long a deleted pod may stay in Runpod's list while every GET of it answers 404 (the list lags
  * behind deletes) before the GETs' word is taken: the run must not wait on a stale list forever.
@@ -196,6 +201,7 @@ function cleanUpForDeletion(ctx: Context): Step {
     return { action: { type: 'none' }, requeue: 'backoff' };
   }
   if (!obs.pods) return wait(1000);
+  reviveIfListedAgain(ctx);
   markCurrentPodForDeletion(ctx);
   for (const pod of obs.pods.items) addStray(status, pod.id);
   if (status.reason === 'CleanupBlocked') status.reason = 'Deleting';
@@ -220,6 +226,7 @@ function afterTheEnd(ctx: Context): Step {
   if (!everCreated(status)) return done;
   // Without a list (credentials gone) a pending delete is still sent; only its confirmation waits.
   if (!obs.pods) return continueDeletions(ctx) ?? wait(1000);
+  reviveIfListedAgain(ctx);
   const keep = obs.spec.ok && obs.spec.spec.keepPod && stillKept(ctx, obs.spec.spec);
   for (const pod of obs.pods.items) {
     if (!(keep && pod.id === status.pod?.id)) addStray(status, pod.id);
@@ -244,6 +251,23 @@ function stillKept(ctx: Context, spec: RunpodRunSpec): boolean {
   if (!why) return true;
   ctx.events.push({ type: 'Normal', reason: spec.cancel ? 'Cancelled' : why.startsWith('its deadline') ? 'DeadlineExceeded' : 'CostCapReached', note: `pod ${pod.name ?? ''} was kept (keepPod) and is deleted now: ${why}` });
   return false;
+}
+
+/**
+ * A pod judged gone on its own (404s and lists, no delete of ours) that a list taken after the
+ * verdict shows again was not gone: it is live again in the status (billing, so deleted or, if kept,
+ * followed), never left to bill unseen. A pod whose delete this process sent and confirmed is not
+ * revived by a list that lags behind the delete.
+ */
+function reviveIfListedAgain(ctx: Context): void {
+  const { obs, status } = ctx;
+  const pod = status.pod;
+  if (!pod?.id || pod.state !== 'Deleted' || obs.deletions[pod.id]?.sentAt) return;
+  const listed = obs.pods?.items.find((p) => p.id === pod.id);
+  if (!listed || !obs.pods || obs.pods.listedAt.getTime() <= Date.parse(pod.deletedAt ?? '')) return;
+  pod.state = listed.status;
+  delete pod.deletedAt;
+  ctx.events.push({ type: 'Warning', reason: 'PodLost', note: `pod ${pod.name ?? pod.id} was judged gone but a later list shows it again: it is ${obs.spec.ok && obs.spec.spec.keepPod ? 'kept (keepPod)' : 'deleted'}` });
 }
 
 function addStray(status: RunpodRunStatus, podId: string): void {
@@ -318,8 +342,16 @@ function adoptAfterAmbiguousCreate(ctx: Context): void {
     status.pod = podStatusFrom(found, last.gpuType, obs);
     return;
   }
+  if (!last.lostAt) {
+    // Found Pending: the process that sent it crashed, or could not write its answer (a 409 on the
+    // status write after the POST). The answer is lost from now on, as far as anyone here can tell.
+    last.lostAt = obs.now.toISOString();
+    return;
+  }
+  // Only lists started after the answer was lost count (one taken while the request hung proves
+  // nothing), and only once a new pod has had the time to show up in them (lists lag behind creates).
   const lookedLongEnough = obs.pods !== undefined
-    && obs.pods.listedAt.getTime() >= Date.parse(last.time) + obs.settings.ambiguousLookupMs;
+    && obs.pods.listedAt.getTime() >= Date.parse(last.lostAt) + Math.max(obs.settings.ambiguousLookupMs, newPodListLagToleranceMs);
   if (lookedLongEnough) {
     last.outcome = 'Failed';
     last.message = 'the create answer was lost and no pod with its name appeared';
@@ -353,6 +385,8 @@ function provision(ctx: Context, spec: RunpodRunSpec): Step {
     phase(ctx, 'Pending', status.reason ?? 'Provisioning', `creating pod ${last.name} on ${last.gpuType} again ${again}`);
     return step({ type: 'createPod', attemptName: last.name, gpuType: last.gpuType, attemptNumber: status.attempts?.length ?? 1 });
   }
+  const queued = sendQueuedForCapacity(ctx, spec);
+  if (queued) return queued;
   let candidates: GpuCandidate[];
   if (spec.gpu.types) {
     candidates = spec.gpu.types.map((gpuType) => ({ gpuType }));
@@ -363,10 +397,11 @@ function provision(ctx: Context, spec: RunpodRunSpec): Step {
   }
   const attempts = status.attempts ?? [];
   const next = nextCandidate(candidates, attempts);
+  if (!next && attempts.length > 0 && attempts.every((a) => a.outcome === 'NoCapacity')) return waitForCapacity(ctx, spec);
   if (!next || attempts.length >= maxAttempts) {
     const tried = [...new Set(attempts.map((a) => a.gpuType))].join(', ');
     return fail(ctx, 'NoCapacity', candidates.length === 0
-      ? 'no GPU type in stock matches gpu.auto'
+      ? 'no GPU type offered on this cloud matches gpu.auto (minVramGb, maxPricePerHour, gpu.count, dataCenterIds)'
       : `no GPU type could be provisioned (tried: ${tried || 'none'})`);
   }
   const attemptNumber = attempts.length + 1;
@@ -374,6 +409,55 @@ function provision(ctx: Context, spec: RunpodRunSpec): Step {
   status.attempts = [...attempts, { name: attemptName, gpuType: next.gpuType, time: obs.now.toISOString(), outcome: 'Pending' }];
   phase(ctx, 'Provisioning', 'Provisioning', `creating pod ${attemptName} on ${next.gpuType}`);
   return step({ type: 'createPod', attemptName, gpuType: next.gpuType, attemptNumber });
+}
+
+const capacityWaitReason = (spec: RunpodRunSpec, until: number): string =>
+  `waiting for capacity until ${new Date(until).toISOString()} (spec.limits.queueTimeoutSeconds ${spec.limits.queueTimeoutSeconds}s)`;
+
+/**
+ * Every type was refused for capacity: nothing exists, so the run waits (Pending/WaitingForCapacity)
+ * and each refused attempt is queued to be sent again, in place (same name, same type), at the next round.
+ */
+function waitForCapacity(ctx: Context, spec: RunpodRunSpec): Step {
+  const { obs, status } = ctx;
+  const now = obs.now.getTime();
+  status.waitingSince ??= obs.now.toISOString();
+  const attempts = status.attempts ?? [];
+  const types = [...new Set(attempts.map((a) => a.gpuType))].join(', ');
+  const until = queueDeadline(status, now, spec.limits.queueTimeoutSeconds);
+  if (now >= until) {
+    return fail(ctx, 'NoCapacity', `no GPU type had capacity within spec.limits.queueTimeoutSeconds (${spec.limits.queueTimeoutSeconds}s) (tried: ${types})`);
+  }
+  const round = nextCapacityRound(obs, Date.parse(status.waitingSince));
+  for (const attempt of attempts) attempt.retryAfter = round.toISOString();
+  phase(ctx, 'Pending', 'WaitingForCapacity', `no capacity on ${types}; ${capacityWaitReason(spec, until)}, trying again at ${round.toISOString()}`);
+  return wait(Math.min(round.getTime(), until) - now);
+}
+
+/** A round of the capacity wait: the queued attempts are sent again one by one, in order, once due. */
+function sendQueuedForCapacity(ctx: Context, spec: RunpodRunSpec): Step | undefined {
+  const { obs, status } = ctx;
+  const attempts = status.attempts ?? [];
+  const queued = attempts.filter((a) => a.outcome === 'NoCapacity' && a.retryAfter !== undefined);
+  if (queued.length === 0) return undefined;
+  const now = obs.now.getTime();
+  const until = queueDeadline(status, now, spec.limits.queueTimeoutSeconds);
+  const types = [...new Set(attempts.map((a) => a.gpuType))].join(', ');
+  if (now >= until) {
+    return fail(ctx, 'NoCapacity', `no GPU type had capacity within spec.limits.queueTimeoutSeconds (${spec.limits.queueTimeoutSeconds}s) (tried: ${types})`);
+  }
+  const due = queued.find((a) => Date.parse(a.retryAfter ?? '') <= now);
+  if (!due) {
+    const next = Math.min(...queued.map((a) => Date.parse(a.retryAfter ?? '')));
+    phase(ctx, 'Pending', 'WaitingForCapacity', `no capacity on ${types}; ${capacityWaitReason(spec, until)}, trying again at ${new Date(next).toISOString()}`);
+    return wait(Math.min(next, until) - now);
+  }
+  due.outcome = 'Pending';
+  due.time = obs.now.toISOString();
+  delete due.retryAfter;
+  delete due.message;
+  phase(ctx, 'Pending', 'WaitingForCapacity', `creating pod ${due.name} on ${due.gpuType} again; ${capacityWaitReason(spec, until)}`);
+  return step({ type: 'createPod', attemptName: due.name, gpuType: due.gpuType, attemptNumber: attempts.indexOf(due) + 1 });
 }
 
 /** The next GPU type: after a type without capacity or readiness, the following one; after a lost answer, the same. */
@@ -578,8 +662,15 @@ function podMissing(ctx: Context, deadline: number): Step {
   if (unlisted) return unlisted;
   const listedAfterCreate = obs.pods !== undefined && obs.pods.listedAt.getTime() > Date.parse(pod.createdAt ?? '') + obs.settings.ambiguousLookupMs;
   if (!listedAfterCreate) return wait(obs.settings.pollIntervalMs);
-  const looks = obs.deletions[pod.id!]?.notFoundLooks ?? 0;
-  if (looks < obs.settings.goneLooks) return step({ type: 'lookForGonePod', podId: pod.id! }, lookSpacingMs);
+  const evidence = obs.deletions[pod.id!];
+  const sinceLook = evidence?.lookedAt ? obs.now.getTime() - evidence.lookedAt.getTime() : Infinity;
+  if ((evidence?.notFoundLooks ?? 0) < obs.settings.goneLooks) {
+    // Spaced in time, not by the requeue alone: any event may wake the reconcile sooner.
+    if (sinceLook < goneLookSpacingMs) return wait(goneLookSpacingMs - sinceLook);
+    return step({ type: 'lookForGonePod', podId: pod.id! }, goneLookSpacingMs);
+  }
+  // The last word is a list taken after the last 404 (one that shows the pod wipes the 404s).
+  if (evidence?.lookedAt && obs.pods!.listedAt <= evidence.lookedAt) return wait(Math.min(obs.settings.pollIntervalMs, 5000));
   pod.state = 'Deleted';
   pod.deletedAt ??= obs.now.toISOString();
   return fail(ctx, ...whyThePodWent(ctx, deadline));
@@ -669,7 +760,8 @@ function whyThePodWent(ctx: Context, deadline: number, how: 'disappeared' | 'EXI
 export type CreateOutcome =
   | { kind: 'created'; pod: PodView }
   | { kind: 'capacity'; message: string }
-  | { kind: 'ambiguous'; message: string }
+  /** lostAt: when the call ended without a usable answer (after the POST, not before it). */
+  | { kind: 'ambiguous'; message: string; lostAt: Date }
   | { kind: 'failed'; reason: 'InsufficientBalance' | 'InvalidSpec' | 'CredentialsRejected' | 'CredentialsInsufficient'; message: string }
   /** A 429: nothing was created; sent again after Retry-After. */
   | { kind: 'rate-limited'; message: string; retryAfterMs?: number | undefined }
@@ -687,6 +779,8 @@ export function applyCreateOutcome(obs: Observation, status: RunpodRunStatus, at
       delete attempt.message;
       delete status.waitingSince;
       retireCurrentPod(status);
+      // The capacity wait is over: nothing stays queued to be sent again.
+      for (const other of status.attempts ?? []) delete other.retryAfter;
       status.pod = podStatusFrom(outcome.pod, attempt.gpuType, obs);
       phase(ctx, 'Provisioning', 'WaitingForSsh', `pod ${outcome.pod.name} (${outcome.pod.id}) created on ${attempt.gpuType}`);
       return;
@@ -697,6 +791,7 @@ export function applyCreateOutcome(obs: Observation, status: RunpodRunStatus, at
     case 'ambiguous':
       attempt.outcome = 'Ambiguous';
       attempt.message = outcome.message;
+      attempt.lostAt = outcome.lostAt.toISOString();
       return;
     case 'rate-limited':
       attempt.outcome = 'RateLimited';

@@ -70,7 +70,11 @@ export interface SpendFacts { limitUsdPerHour?: number; runningUsdPerHour?: numb
 
 export interface StoredResults { files: number; bytes: number; location: string; verifiedAt: Date }
 
-export interface Deletion { sentAt?: Date; notFoundLooks: number }
+/**
+ * sentAt: when this process sent the pod's delete; notFoundLooks: GETs in a row that answered 404
+ * (since the delete, or since a list last showed the pod); lookedAt: when the last GET was sent.
+ */
+export interface Deletion { sentAt?: Date; notFoundLooks: number; lookedAt?: Date }
 
 export interface DecideSettings {
   /** How long after an ambiguous create a pod list must be before absence counts. */

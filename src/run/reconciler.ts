@@ -15,7 +15,7 @@ import { runDirOf } from '../pod/index.ts';
 import { splitKey } from '../kube/keys.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import type { Accounts } from './accounts.ts';
-import { act, podView, protectSshKeys, type ActContext, type ReconcilerMetrics } from './act.ts';
+import { act, forgetContradictedLooks, podView, protectSshKeys, type ActContext, type ReconcilerMetrics } from './act.ts';
 import { decide, transitionEvent } from './decide.ts';
 import type { DecideSettings, Deletion, GpuCandidate, Observation, RunEvent, SpendFacts } from './model.ts';
 import { buildCreatePodRequest } from './pod-request.ts';
@@ -118,6 +118,7 @@ export class RunReconciler {
     const apiKey = secretKey ?? (run.metadata.deletionTimestamp ? this.#options.accounts.runKey(uid) : undefined);
     const account = apiKey ? this.#options.accounts.get(apiKey) : undefined;
     const snapshot = account?.observer.snapshot;
+    if (snapshot) forgetContradictedLooks(this.#deletions, (snapshot.byRun.get(uid) ?? []).map((pod) => pod.id), snapshot.listedAt);
     const { keys: sshKeys, foreign: sshSecretConflict } = await this.runs.readSshSecret(run);
     if (sshKeys) protectSshKeys(sshKeys);
     const status: RunpodRunStatus = structuredClone(run.status ?? {});

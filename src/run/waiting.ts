@@ -78,3 +78,35 @@ export function retryAfterRefusal(obs: Observation, kind: 'rate-limited' | 'spen
   if (kind === 'rate-limited') return new Date(obs.now.getTime() + Math.max(1000, retryAfterMs ?? defaultRateLimitWaitMs));
   return new Date(obs.now.getTime() + (roomFor(spend) === undefined ? spendBlindRetryMs : spendRetrySpacingMs));
 }
+
+// --- no capacity on any type ----------------------------------------------------------------------
+// Stock frees by the minute: when every GPU type was refused for capacity the run waits (nothing is
+// created, nothing bills) and walks the same attempts again, in place, after a backoff that grows
+// with the wait (half of it so far, 10 s to 5 min, jittered so runs refused together spread out),
+// until spec.limits.queueTimeoutSeconds has passed since the wait began (status.waitingSince).
+
+export const capacityRetryMinMs = 10_000;
+export const capacityRetryMaxMs = 300_000;
+
+/** When the next walk over the types may start. Pure: the jitter is drawn from the run and the moment. */
+export function nextCapacityRound(obs: Observation, waitingSince: number): Date {
+  const now = obs.now.getTime();
+  const base = Math.min(capacityRetryMaxMs, Math.max(capacityRetryMinMs, (now - waitingSince) / 2));
+  const jitter = 0.8 + 0.4 * unitHash(`${obs.run.uid}/${now}`);
+  return new Date(now + Math.round(base * jitter));
+}
+
+/** The end of the wait for capacity (or for room under the spend limit): waitingSince + queueTimeoutSeconds. */
+export function queueDeadline(status: RunpodRunStatus, now: number, queueTimeoutSeconds: number): number {
+  return (Date.parse(status.waitingSince ?? '') || now) + queueTimeoutSeconds * 1000;
+}
+
+/** FNV-1a of the text, as a number in [0, 1). */
+function unitHash(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i += 1) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash / 2 ** 32;
+}

@@ -86,8 +86,10 @@ export interface RankCriteria {
   minVramGb?: number | undefined;
   /** Cap on the whole pod's list price: price per GPU x gpuCount. */
   maxPricePerHour?: number | undefined;
-  /** When set, a type must be in stock in at least one of these. */
+  /** When set, a type must be in stock in at least one of these (not checked with includeOutOfStock). */
   dataCenterIds?: readonly string[] | undefined;
+  /** Types the catalog says are out of stock too (stock changes by the minute; a create is the real test). */
+  includeOutOfStock?: boolean | undefined;
 }
 
 export function offerFor(offer: GpuTypeOffer, cloud: Cloud): CloudOffer {
@@ -101,20 +103,21 @@ export function podPricePerHour(offer: GpuTypeOffer, cloud: Cloud, gpuCount: num
 }
 
 /**
- * The types that satisfy the criteria and are reported in stock, cheapest first (ties: more VRAM, then
+ * The types that satisfy the criteria and are reported in stock (or, with includeOutOfStock, offered), cheapest first (ties: more VRAM, then
  * id). The catalog must have been read for the same cloud and GPU count: its stock is scoped to them.
  */
 export function rankGpuTypes(offers: readonly GpuTypeOffer[], criteria: RankCriteria): GpuTypeOffer[] {
-  const { cloud, gpuCount, minVramGb, maxPricePerHour, dataCenterIds } = criteria;
+  const { cloud, gpuCount, minVramGb, maxPricePerHour, dataCenterIds, includeOutOfStock = false } = criteria;
   const wanted = dataCenterIds && dataCenterIds.length > 0 ? new Set(dataCenterIds) : undefined;
   const fits = offers.filter((o) => {
     const c = offerFor(o, cloud);
-    if (!c.offered || !o.inStock) return false;
+    if (!c.offered || (!o.inStock && !includeOutOfStock)) return false;
     if (c.maxCount !== null && c.maxCount < gpuCount) return false;
     if (minVramGb !== undefined && (o.memoryGb === null || o.memoryGb < minVramGb)) return false;
     const podPrice = podPricePerHour(o, cloud, gpuCount);
     if (maxPricePerHour !== undefined && (podPrice === null || podPrice > maxPricePerHour)) return false;
-    if (wanted && !o.dataCenters.some((dc) => dc.inStock && wanted.has(dc.id))) return false;
+    // The catalog lists only data centers with stock: out of stock, the create's dataCenterIds decide.
+    if (wanted && !includeOutOfStock && !o.dataCenters.some((dc) => dc.inStock && wanted.has(dc.id))) return false;
     return true;
   });
   return fits.sort((a, b) => {

@@ -34,6 +34,9 @@ export class PodObserver {
   #options: PodObserverOptions;
   #snapshot: PodSnapshot | undefined;
   #timer: NodeJS.Timeout | undefined;
+  /** When the next list is due (Date.now() time), while one is scheduled. */
+  #dueAt: number | undefined;
+  #refreshAfterPoll = false;
   #stopped = false;
   #polling: Promise<void> | undefined;
   #rejected = false;
@@ -67,15 +70,29 @@ export class PodObserver {
     clearTimeout(this.#timer);
   }
 
-  /** Lists again soon (after a create, a delete): never sooner than a fifth of the interval. */
+  /**
+   * Lists again soon (after a create, a delete): never sooner than a fifth of the interval, and never
+   * later than a list already due. A burst of calls (many runs creating at once) brings the next list
+   * closer, never pushes it away: the first call of a burst fixes the time.
+   */
   refreshSoon(): void {
-    if (this.#stopped || this.#polling) return;
+    if (this.#stopped) return;
+    // A list in flight began before whatever asks now: the next one comes soon after it.
+    if (this.#polling) { this.#refreshAfterPoll = true; return; }
+    const at = Date.now() + Math.max(1000, this.#options.pollIntervalMs / 5);
+    if (this.#dueAt !== undefined && this.#dueAt <= at) return;
+    this.#schedule(at - Date.now());
+  }
+
+  #schedule(afterMs: number): void {
     clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => void this.#poll(), Math.max(1000, this.#options.pollIntervalMs / 5));
+    this.#dueAt = Date.now() + afterMs;
+    this.#timer = setTimeout(() => void this.#poll(), afterMs);
   }
 
   async #poll(): Promise<void> {
     if (this.#stopped) return;
+    this.#dueAt = undefined;
     const run = async () => {
       try {
         const startedAt = new Date();
@@ -95,7 +112,9 @@ export class PodObserver {
     if (this.#stopped) return;
     // Jitter keeps many controllers (and accounts) from polling in lockstep.
     const jitter = 0.8 + Math.random() * 0.4;
-    this.#timer = setTimeout(() => void this.#poll(), this.#options.pollIntervalMs * jitter);
+    const soon = this.#refreshAfterPoll ? Math.max(1000, this.#options.pollIntervalMs / 5) : Infinity;
+    this.#refreshAfterPoll = false;
+    this.#schedule(Math.min(soon, this.#options.pollIntervalMs * jitter));
   }
 
   #publish(listedAt: Date, pods: Pod[]): void {

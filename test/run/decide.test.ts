@@ -124,7 +124,7 @@ describe('decide: provisioning', () => {
     assert.equal(d.status.phase, 'Provisioning');
   });
 
-  test('no capacity on the first type moves on to the second, then fails NoCapacity', () => {
+  test('no capacity on the first type moves on to the second, then waits for capacity (capacity-wait.test.ts)', () => {
     const obs = observe();
     const first = decide(obs);
     applyCreateOutcome(obs, first.status, 'r-1', { kind: 'capacity', message: 'no instances' });
@@ -132,8 +132,9 @@ describe('decide: provisioning', () => {
     assert.deepEqual(second.action, { type: 'createPod', attemptName: 'r-2', gpuType: 'B', attemptNumber: 2 });
     applyCreateOutcome(obs, second.status, 'r-2', { kind: 'capacity', message: 'no instances' });
     const third = decide(observe({}, second.status));
-    assert.equal(third.status.reason, 'NoCapacity');
-    assert.match(third.status.message!, /tried: A, B/);
+    assert.equal(third.status.phase, 'Pending');
+    assert.equal(third.status.reason, 'WaitingForCapacity');
+    assert.match(third.status.message!, /no capacity on A, B/);
   });
 
   test('gpu.auto reads the catalog once, then goes cheapest first', () => {
@@ -159,7 +160,7 @@ describe('decide: provisioning', () => {
   test('an ambiguous create is never resent: the pod is looked up by name and adopted', () => {
     const obs = observe();
     const d = decide(obs);
-    applyCreateOutcome(obs, d.status, 'r-1', { kind: 'ambiguous', message: '500' });
+    applyCreateOutcome(obs, d.status, 'r-1', { kind: 'ambiguous', message: '500', lostAt: t0 });
     const waiting = decide(observe({ now: at(3), pods: { listedAt: at(3), items: [] } }, d.status));
     assert.deepEqual(waiting.action, { type: 'none' }, 'no create while the first may exist');
     const adopted = decide(observe({ now: at(6), pods: { listedAt: at(6), items: [pod({ id: 'p9' })] } }, waiting.status));
@@ -171,8 +172,8 @@ describe('decide: provisioning', () => {
   test('an ambiguous create with no pod after the lookup grace is retried on the same type', () => {
     const obs = observe();
     const d = decide(obs);
-    applyCreateOutcome(obs, d.status, 'r-1', { kind: 'ambiguous', message: 'timeout' });
-    const next = decide(observe({ now: at(20), pods: { listedAt: at(20), items: [] } }, d.status));
+    applyCreateOutcome(obs, d.status, 'r-1', { kind: 'ambiguous', message: 'timeout', lostAt: t0 });
+    const next = decide(observe({ now: at(61), pods: { listedAt: at(60), items: [] } }, d.status));
     assert.equal(next.status.attempts?.[0]?.outcome, 'Failed');
     assert.deepEqual(next.action, { type: 'createPod', attemptName: 'r-2', gpuType: 'A', attemptNumber: 2 });
   });

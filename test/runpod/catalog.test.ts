@@ -36,6 +36,13 @@ void describe('GPU catalog', () => {
     assert.deepEqual(ids(rankGpuTypes(offers, { cloud: 'SECURE', gpuCount: 1, minVramGb: 40 })), ['NVIDIA A40', 'NVIDIA RTX A6000', 'NVIDIA A100 80GB PCIe']);
   });
 
+  void it('with includeOutOfStock, also the types that fit but are out of stock now, in the same order', () => {
+    const all = ids(rankGpuTypes(offers, { cloud: 'SECURE', gpuCount: 1, includeOutOfStock: true }));
+    assert.ok(all.includes('NVIDIA H100 80GB HBM3'), all.join(', '));
+    const inStock = ids(rankGpuTypes(offers, { cloud: 'SECURE', gpuCount: 1 }));
+    assert.deepEqual(all.filter((id) => inStock.includes(id)), inStock);
+  });
+
   void it('applies the price cap to the whole pod, and drops unpriced types under a cap', () => {
     assert.deepEqual(ids(rankGpuTypes(offers, { cloud: 'SECURE', gpuCount: 2, maxPricePerHour: 1.0 })), ['NVIDIA A40', 'NVIDIA RTX A6000']);
     assert.deepEqual(ids(rankGpuTypes(offers, { cloud: 'SECURE', gpuCount: 2, maxPricePerHour: 0.79 })), []);

@@ -1,0 +1,118 @@
+// decide() when every GPU type is refused for capacity: the run waits (Pending/WaitingForCapacity),
+// walks the types again, in place, with a growing jittered backoff, until spec.limits.queueTimeoutSeconds.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { parseSpec } from '../../src/api/runpodrun.ts';
+import type { RunpodRunStatus } from '../../src/api/status.ts';
+import { applyCreateOutcome, decide } from '../../src/run/decide.ts';
+import type { Observation, PodView } from '../../src/run/model.ts';
+
+const t0 = new Date('2026-12-01T12:00:00Z');
+const at = (seconds: number) => new Date(t0.getTime() + seconds * 1000);
+
+function observe(seconds: number, status: RunpodRunStatus, limits: Record<string, unknown> = {}): Observation {
+  const spec = parseSpec({
+    credentials: { secretName: 'runpod' }, image: 'img', gpu: { types: ['A', 'B'] },
+    job: { command: ['true'] }, limits: { maxRuntimeSeconds: 600, readyTimeoutSeconds: 60, ...limits },
+  });
+  assert.ok(spec.ok);
+  return {
+    now: at(seconds),
+    run: { name: 'r', namespace: 'ns', uid: 'uid-1', generation: 1, deleting: false, hasFinalizer: true, skipCleanup: false },
+    spec, status, credentials: { found: true }, sshKeysReady: true,
+    pods: { listedAt: at(seconds), items: [] }, deletions: {}, jobInputs: { ok: true }, retrievalFailures: 0,
+    settings: { ambiguousLookupMs: 10_000, deadlineMarginMs: 60_000, goneLooks: 3, pollIntervalMs: 5000 },
+  };
+}
+
+const pod = (over: Partial<PodView> = {}): PodView =>
+  ({ id: 'p1', name: 'r-1', status: 'RUNNING', gpuType: 'A', gpuCount: 1, costPerHour: 0.69, createdAt: t0.toISOString(), ...over });
+
+/** Every create until the status waits is answered "no capacity"; returns the creates sent and the status. */
+function refuseUntilWaiting(seconds: number, status: RunpodRunStatus, limits: Record<string, unknown> = {}): { sent: string[]; status: RunpodRunStatus; afterMs: number } {
+  const sent: string[] = [];
+  for (let i = 0; i < 10; i += 1) {
+    const obs = observe(seconds, status, limits);
+    const d = decide(obs);
+    if (d.action.type !== 'createPod') {
+      assert.ok(typeof d.requeue === 'object', JSON.stringify(d.requeue));
+      return { sent, status: d.status, afterMs: d.requeue.afterMs };
+    }
+    sent.push(`${d.action.attemptName}:${d.action.gpuType}`);
+    applyCreateOutcome(obs, d.status, d.action.attemptName, { kind: 'capacity', message: 'no instances' });
+    status = d.status;
+  }
+  assert.fail('never waited');
+}
+
+describe('no capacity on any type', () => {
+  test('waits Pending/WaitingForCapacity instead of failing, then walks the same attempts again after a backoff', () => {
+    const first = refuseUntilWaiting(0, {});
+    assert.deepEqual(first.sent, ['r-1:A', 'r-2:B']);
+    assert.equal(first.status.phase, 'Pending');
+    assert.equal(first.status.reason, 'WaitingForCapacity');
+    assert.equal(first.status.waitingSince, t0.toISOString());
+    assert.match(first.status.message!, /no capacity on A, B.*queueTimeoutSeconds/);
+    assert.ok(first.afterMs >= 8000 && first.afterMs <= 12_000, `first backoff about 10 s, got ${first.afterMs}`);
+    // Woken early (a list, an event): nothing is sent before the round is due.
+    const early = decide(observe(3, first.status));
+    assert.deepEqual(early.action, { type: 'none' });
+    assert.equal(early.status.reason, 'WaitingForCapacity');
+    // The round: the same attempts (names, types) in order, nothing appended.
+    const second = refuseUntilWaiting(first.afterMs / 1000, first.status);
+    assert.deepEqual(second.sent, ['r-1:A', 'r-2:B']);
+    assert.equal(second.status.attempts?.length, 2);
+    assert.equal(second.status.waitingSince, t0.toISOString(), 'the wait counts from its start');
+  });
+
+  test('the backoff grows to a few minutes (jittered), so a long wait sends few creates', () => {
+    let status: RunpodRunStatus = {};
+    let seconds = 0;
+    let creates = 0;
+    const delays: number[] = [];
+    while (seconds < 3600) {
+      const round = refuseUntilWaiting(seconds, status, { queueTimeoutSeconds: 7200 });
+      creates += round.sent.length;
+      delays.push(round.afterMs);
+      status = round.status;
+      seconds += round.afterMs / 1000;
+    }
+    assert.ok(Math.max(...delays) <= 360_000, `at most about 5 minutes between rounds, got ${Math.max(...delays)}`);
+    assert.ok(Math.max(...delays) >= 240_000, 'it does grow to minutes');
+    assert.ok(creates <= 60, `an hour of waiting on two types sends few creates, got ${creates}`);
+    assert.equal(status.attempts?.length, 2);
+  });
+
+  test('a round that finds capacity creates the pod and ends the wait', () => {
+    const waiting = refuseUntilWaiting(0, {});
+    const obs = observe(11, waiting.status);
+    const d = decide(obs);
+    assert.deepEqual(d.action, { type: 'createPod', attemptName: 'r-1', gpuType: 'A', attemptNumber: 1 });
+    applyCreateOutcome(obs, d.status, 'r-1', { kind: 'created', pod: pod() });
+    assert.equal(d.status.reason, 'WaitingForSsh');
+    assert.equal(d.status.waitingSince, undefined);
+    assert.ok(d.status.attempts?.every((a) => a.retryAfter === undefined), 'no attempt stays queued');
+    assert.deepEqual(d.status.attempts?.map((a) => a.outcome), ['Created', 'NoCapacity']);
+  });
+
+  test('after spec.limits.queueTimeoutSeconds since the wait began: Failed/NoCapacity', () => {
+    const waiting = refuseUntilWaiting(0, {}, { queueTimeoutSeconds: 30 });
+    let status = waiting.status;
+    let seconds = waiting.afterMs / 1000;
+    for (let i = 0; i < 20 && status.phase !== 'Failed'; i += 1) {
+      const round = refuseUntilWaiting(seconds, status, { queueTimeoutSeconds: 30 });
+      status = round.status;
+      seconds += round.afterMs / 1000;
+    }
+    assert.equal(status.phase, 'Failed');
+    assert.equal(status.reason, 'NoCapacity');
+    assert.match(status.message!, /queueTimeoutSeconds \(30s\)/);
+    assert.ok(seconds <= 31, `ends at the timeout, not a round later (${seconds} s)`);
+  });
+
+  test('queueTimeoutSeconds 0 fails at once, as before', () => {
+    const d = refuseUntilWaiting(0, {}, { queueTimeoutSeconds: 0 });
+    assert.equal(d.status.phase, 'Failed');
+    assert.equal(d.status.reason, 'NoCapacity');
+  });
+});

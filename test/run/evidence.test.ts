@@ -1,0 +1,156 @@
+// decide() on evidence: when a pod may be judged gone on its own (spaced 404s in a row and a newer
+// list), what a list that shows it again does, and when a lost create may be sent again.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { parseSpec } from '../../src/api/runpodrun.ts';
+import type { RunpodRunStatus } from '../../src/api/status.ts';
+import { forgetContradictedLooks } from '../../src/run/act.ts';
+import { applyCreateOutcome, applyProbeOutcome, decide } from '../../src/run/decide.ts';
+import type { Deletion, Observation, PodView } from '../../src/run/model.ts';
+
+const t0 = new Date('2026-12-01T12:00:00Z');
+const at = (seconds: number) => new Date(t0.getTime() + seconds * 1000);
+
+function spec(extra: Record<string, unknown> = {}) {
+  const verdict = parseSpec({
+    credentials: { secretName: 'runpod' }, image: 'img', gpu: { types: ['A', 'B'] },
+    job: { command: ['true'] }, limits: { maxRuntimeSeconds: 3600, readyTimeoutSeconds: 60 }, ...extra,
+  });
+  assert.ok(verdict.ok, JSON.stringify(verdict));
+  return verdict;
+}
+
+function observe(over: Partial<Observation> = {}, status: RunpodRunStatus = {}): Observation {
+  return {
+    now: t0,
+    run: { name: 'r', namespace: 'ns', uid: 'uid-1', generation: 1, deleting: false, hasFinalizer: true, skipCleanup: false },
+    spec: spec(), status, credentials: { found: true }, sshKeysReady: true,
+    pods: { listedAt: t0, items: [] }, deletions: {}, jobInputs: { ok: true }, retrievalFailures: 0,
+    settings: { ambiguousLookupMs: 10_000, deadlineMarginMs: 60_000, goneLooks: 3, pollIntervalMs: 5000 },
+    ...over,
+  };
+}
+
+const pod = (over: Partial<PodView> = {}): PodView =>
+  ({ id: 'p1', name: 'r-1', status: 'RUNNING', gpuType: 'A', gpuCount: 1, costPerHour: 0.5, createdAt: t0.toISOString(), ...over });
+
+/** A ready pod p1, listed once at 5 s. */
+function readyStatus(): RunpodRunStatus {
+  const obs = observe();
+  const first = decide(obs);
+  applyCreateOutcome(obs, first.status, 'r-1', { kind: 'created', pod: pod() });
+  const status = decide(observe({ now: at(5), pods: { listedAt: at(5), items: [pod()] } }, first.status)).status;
+  status.pod!.sshHost = '127.0.0.1';
+  status.pod!.sshPort = 2222;
+  applyProbeOutcome(observe({ now: at(5) }), status, { kind: 'ready' });
+  return status;
+}
+
+/** Observation at `seconds` with an empty list taken at `listedAt` (default: now) and the given evidence. */
+const unlisted = (status: RunpodRunStatus, seconds: number, deletion: Deletion | undefined, listedAt = seconds) =>
+  observe({ now: at(seconds), pods: { listedAt: at(listedAt), items: [] }, deletions: deletion ? { p1: deletion } : {} }, status);
+
+describe('a pod judged gone on its own', () => {
+  test('the looks are at least 10 s apart, whatever wakes the reconcile sooner', () => {
+    const status = readyStatus();
+    const first = decide(unlisted(status, 100, undefined));
+    assert.deepEqual(first.action, { type: 'lookForGonePod', podId: 'p1' });
+    assert.deepEqual(first.requeue, { afterMs: 10_000 });
+    // A reconcile 2 s after the first 404 (a watch event, a list): no look yet.
+    const early = decide(unlisted(status, 102, { notFoundLooks: 1, lookedAt: at(100) }));
+    assert.deepEqual(early.action, { type: 'none' });
+    assert.deepEqual(early.requeue, { afterMs: 8000 });
+    assert.notEqual(early.status.phase, 'Failed');
+    assert.deepEqual(decide(unlisted(status, 110, { notFoundLooks: 1, lookedAt: at(100) })).action, { type: 'lookForGonePod', podId: 'p1' });
+    // Three 404s in 20 s are not yet enough without a list taken after the last one.
+    const noNewerList = decide(unlisted(status, 121, { notFoundLooks: 3, lookedAt: at(120) }, 119));
+    assert.deepEqual(noNewerList.action, { type: 'none' });
+    assert.notEqual(noNewerList.status.phase, 'Failed');
+    const gone = decide(unlisted(status, 125, { notFoundLooks: 3, lookedAt: at(120) }, 124));
+    assert.equal(gone.status.reason, 'PodLost');
+    assert.equal(gone.status.pod?.state, 'Deleted');
+  });
+
+  test('a list that shows the pod after a 404 wipes that 404: only looks in a row count', () => {
+    const deletions = new Map<string, Deletion>([['p1', { notFoundLooks: 2, lookedAt: at(110) }], ['p2', { notFoundLooks: 2, lookedAt: at(110) }]]);
+    // A list that started before the last look proves nothing about it.
+    forgetContradictedLooks(deletions, ['p1'], at(109));
+    assert.equal(deletions.get('p1')?.notFoundLooks, 2);
+    forgetContradictedLooks(deletions, ['p1'], at(111));
+    assert.equal(deletions.get('p1'), undefined, 'listed after its last 404: the evidence restarts');
+    assert.equal(deletions.get('p2')?.notFoundLooks, 2, 'a pod the list does not show keeps its looks');
+    // A pod we deleted stays listed for a while (the list lags behind deletes): its evidence stays.
+    const deleted = new Map<string, Deletion>([['p3', { sentAt: at(100), notFoundLooks: 3, lookedAt: at(110) }]]);
+    forgetContradictedLooks(deleted, ['p3'], at(111));
+    assert.equal(deleted.get('p3')?.notFoundLooks, 3);
+  });
+
+  test('a pod judged gone that a later list shows again is deleted, never abandoned', () => {
+    const status = readyStatus();
+    const lost = decide(unlisted(status, 125, { notFoundLooks: 3, lookedAt: at(120) }, 124)).status;
+    assert.equal(lost.phase, 'Failed');
+    assert.equal(lost.pod?.state, 'Deleted');
+    const back = decide(observe({ now: at(130), pods: { listedAt: at(129), items: [pod()] }, deletions: { p1: { notFoundLooks: 3, lookedAt: at(120) } } }, lost));
+    assert.equal(back.status.pod?.state, 'Deleting');
+    assert.equal(back.status.pod?.deletedAt, undefined, 'it bills again until its deletion is confirmed');
+    assert.deepEqual(back.action, { type: 'deletePod', podId: 'p1' });
+    // The same when the run is being deleted.
+    const deleting = decide(observe({ now: at(130), run: { ...observe().run, deleting: true }, pods: { listedAt: at(129), items: [pod()] } }, lost));
+    assert.deepEqual(deleting.action, { type: 'deletePod', podId: 'p1' });
+    // Kept (keepPod): followed again, as a kept pod is.
+    const kept = decide(observe({ now: at(130), spec: spec({ keepPod: true }), pods: { listedAt: at(129), items: [pod()] } }, lost));
+    assert.equal(kept.status.pod?.state, 'RUNNING');
+    assert.deepEqual(kept.action, { type: 'none' });
+    // A list older than the verdict is not a reappearance.
+    const stale = decide(observe({ now: at(130), pods: { listedAt: at(124), items: [pod()] } }, lost));
+    assert.equal(stale.status.pod?.state, 'Deleted');
+    // A pod whose own deletion was confirmed stays confirmed while a lagging list still shows it.
+    const ours = decide(observe({ now: at(130), pods: { listedAt: at(129), items: [pod()] }, deletions: { p1: { sentAt: at(100), notFoundLooks: 3 } } }, lost));
+    assert.equal(ours.status.pod?.state, 'Deleted');
+  });
+});
+
+describe('a create whose answer was lost', () => {
+  /** Attempt r-1 recorded at 0 s; its answer lost at `lostSeconds` (a timeout ends long after the POST began). */
+  function lost(lostSeconds: number): RunpodRunStatus {
+    const obs = observe();
+    const first = decide(obs);
+    applyCreateOutcome(observe({ now: at(0) }), first.status, 'r-1', { kind: 'ambiguous', message: 'timeout', lostAt: at(lostSeconds) });
+    return first.status;
+  }
+  const emptyList = (status: RunpodRunStatus, seconds: number, listedAt = seconds) =>
+    decide(observe({ now: at(seconds), pods: { listedAt: at(listedAt), items: [] } }, status));
+
+  test('the lookup counts from when the answer was lost, not from the attempt', () => {
+    const status = lost(60);
+    assert.equal(status.attempts?.[0]?.lostAt, at(60).toISOString());
+    // A list taken while the request hung (or right after it) proves nothing.
+    for (const [now, listedAt] of [[61, 59], [61, 61], [90, 89], [119, 118]] as const) {
+      const d = emptyList(status, now, listedAt);
+      assert.notEqual(d.action.type, 'createPod', `no resend at ${now} s with a list of ${listedAt} s`);
+      assert.equal(d.status.attempts?.[0]?.outcome, 'Ambiguous');
+    }
+    // A list started a list-lag tolerance (60 s) after the loss: given up, the same type tried again.
+    const after = emptyList(status, 121, 120);
+    assert.equal(after.status.attempts?.[0]?.outcome, 'Failed');
+    assert.deepEqual(after.action, { type: 'createPod', attemptName: 'r-2', gpuType: 'A', attemptNumber: 2 });
+  });
+
+  test('a pod that shows up late (list lag) is adopted, never created twice', () => {
+    const status = lost(1);
+    const waited = emptyList(status, 40, 40).status;
+    const adopted = decide(observe({ now: at(45), pods: { listedAt: at(45), items: [pod({ id: 'late' })] } }, waited));
+    assert.equal(adopted.status.pod?.id, 'late');
+    assert.equal(adopted.status.attempts?.length, 1);
+  });
+
+  test('an attempt found Pending (a crash, or a 409 on the write after the POST) is stamped lost when first seen so', () => {
+    const pending = decide(observe()).status;
+    assert.equal(pending.attempts?.[0]?.outcome, 'Pending');
+    const seen = emptyList(pending, 30, 30);
+    assert.equal(seen.status.attempts?.[0]?.lostAt, at(30).toISOString());
+    assert.notEqual(seen.action.type, 'createPod');
+    assert.notEqual(emptyList(seen.status, 70, 70).action.type, 'createPod', 'the grace counts from 30 s');
+    assert.deepEqual(emptyList(seen.status, 91, 90).action, { type: 'createPod', attemptName: 'r-2', gpuType: 'A', attemptNumber: 2 });
+  });
+});
