@@ -129,7 +129,9 @@ describe('a run\'s life', () => {
       while (Date.now() < deadline && (await simPods(world.sim.adminUrl)).some((pod) => pod.deletedAt === null)) await sleep(500);
       assert.equal((await simPods(world.sim.adminUrl))[0]?.deletedBy, 'pod');
       await world.startController();
-      const run = await world.waitForRun('boot', 'Failed', ended, 60_000);
+      // The pod was never listed before the stop: a minute of list-lag tolerance, then three 404s 10 s
+      // apart and a later list without it, before the controller may call it gone.
+      const run = await world.waitForRun('boot', 'Failed', ended, 150_000);
       assert.equal(run.status?.reason, 'BootTimeout');
       await world.deleteRun('boot');
     }, { watchdogPeriod: '1s' }));

@@ -36,6 +36,8 @@ test('two namespace-scoped installs on one account never sweep each other\'s pod
       const config = configSchema.parse({
         kubeconfig: kubeconfigPath, namespace, clusterId, runpodApiUrl: sim.baseUrl, pollInterval: '1s',
         leaderElect: 'true', leaseNamespace: namespace, logLevel: 'debug', resultsDir, sweepInterval: '1s', strayGrace: '2s',
+        // Two controllers in one process: no fixed ports.
+        metricsBindAddress: '0', healthProbeBindAddress: '0',
       });
       const logLines: string[] = [];
       const logger = createLogger('debug', { write: (line: string) => { logLines.push(line); } });
