@@ -1,25 +1,14 @@
 // The watchdog when the live service or the image is less kind (real simulated pods, both shells):
 // a pod key that may read its pod but not delete it (API-NOTES §4.1 "delete permission varies by
 // deployment"), and images without curl (python3, then GNU wget, then nothing at all).
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parsePodState, podStateCommand, type PodState } from '../../src/pod/job.ts';
 import { simPodLogs, simPods } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator, type SimConfigInput } from '../runpod-sim/server.ts';
-import { ACCOUNT_KEY, SHELLS, cleanUp, createPod, makeKeys, removeKeys, simPod, sshPort, sshWhenUp, waitDeleted, waitFor, type Keys } from './helpers.ts';
+import { ACCOUNT_KEY, SHELLS, cleanUp, createPod, keys, simPod, sshPort, sshWhenUp, waitDeleted, waitFor, type Keys } from './helpers.ts';
 
 const unix = (): number => Math.floor(Date.now() / 1000);
-const allKeys: Keys[] = [];
-
-async function keys(): Promise<Keys> {
-  const made = await makeKeys();
-  allKeys.push(made);
-  return made;
-}
-
-after(() => {
-  for (const made of allKeys) removeKeys(made);
-});
 
 async function withSim(config: SimConfigInput, body: (sim: RunningSimulator) => Promise<void>): Promise<void> {
   const sim = await startSimulator({

@@ -1,6 +1,7 @@
 // Shared by the pod-side tests: shells, keys made by ssh-keygen, running a command under a shell,
 // pinned SSH with the OpenSSH client, and simulator pods created from the rendered args and env.
 import { spawn } from 'node:child_process';
+import { after } from 'node:test';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -85,6 +86,18 @@ export async function makeKeys(): Promise<Keys> {
 
 export function removeKeys(keys: Keys): void {
   rmSync(keys.dir, { recursive: true, force: true });
+}
+
+const madeKeys: Keys[] = [];
+after(() => {
+  for (const made of madeKeys) removeKeys(made);
+});
+
+/** makeKeys, removed again when the test file ends. */
+export async function keys(): Promise<Keys> {
+  const made = await makeKeys();
+  madeKeys.push(made);
+  return made;
 }
 
 /** ssh with the host key pinned (only the given key for [127.0.0.1]:port is accepted). */

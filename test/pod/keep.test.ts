@@ -1,13 +1,13 @@
 // keepPod on real (simulated) pods: the deadline and the cost cap are absolute. A kept pod with a
 // job is still deleted by its own watchdog at the deadline and at the cost cap, and a `.pod/keep`
 // the job writes itself (the job runs as root in the run directory) never extends its life past them.
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parsePodState, parseStartOutput, podStateCommand, startJobCommand, type PodState } from '../../src/pod/job.ts';
 import { simPodLogs } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator } from '../runpod-sim/server.ts';
 import {
-  ACCOUNT_KEY, SHELLS, cleanUp, createPod, makeKeys, removeKeys, simPod, ssh, sshPort, waitDeleted, waitFor, type Keys,
+  ACCOUNT_KEY, SHELLS, cleanUp, createPod, keys, simPod, ssh, sshPort, waitDeleted, waitFor, type Keys,
 } from './helpers.ts';
 
 const SIM_CONFIG = {
@@ -17,17 +17,11 @@ const SIM_CONFIG = {
 
 const unix = (): number => Math.floor(Date.now() / 1000);
 
-const allKeys: Keys[] = [];
-after(() => {
-  for (const made of allKeys) removeKeys(made);
-});
-
 async function withSim(body: (sim: RunningSimulator, keys: Keys) => Promise<void>): Promise<void> {
-  const keys = await makeKeys();
-  allKeys.push(keys);
+  const made = await keys();
   const sim = await startSimulator({ apiKeys: [ACCOUNT_KEY], config: SIM_CONFIG });
   try {
-    await body(sim, keys);
+    await body(sim, made);
     await cleanUp(sim);
   } finally {
     await sim.stop();

@@ -1,7 +1,7 @@
 // The bootstrap and the watchdog on real (simulated) pods: the create call carries the rendered args
 // and env, the pod runs them under dash or bash --posix, and its watchdog deletes it through the
 // simulator's API with the pod-scoped key Runpod injects. SSH with the OpenSSH client, host key pinned.
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,7 +14,7 @@ import { injectFault, simPodLogs } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator } from '../runpod-sim/server.ts';
 import { freePort } from '../envtest/harness.ts';
 import {
-  ACCOUNT_KEY, SHELLS, cleanUp, createPod, makeKeys, removeKeys, run, simPod, ssh, sshPort, waitDeleted, waitFor, type Keys,
+  ACCOUNT_KEY, SHELLS, cleanUp, createPod, keys, run, simPod, ssh, sshPort, waitDeleted, waitFor, type Keys,
 } from './helpers.ts';
 
 /** Images with an NGC-style ENTRYPOINT (its setup, then `exec "$@"`); any other image has none. */
@@ -90,17 +90,6 @@ async function withPathLacking(lacking: string[], body: (bin: string) => Promise
   }
 }
 
-const allKeys: Keys[] = [];
-
-async function keys(): Promise<Keys> {
-  const made = await makeKeys();
-  allKeys.push(made);
-  return made;
-}
-
-after(() => {
-  for (const made of allKeys) removeKeys(made);
-});
 
 /**
  * Each test has a simulator of its own (tests run concurrently, and faults are simulator-wide) and
