@@ -74,3 +74,21 @@ test('a small seeded chaos session keeps every invariant', { timeout: 300_000 },
   assert.deepEqual(brokenFigures(report), [], text);
   rmSync(workDir, { recursive: true, force: true });
 });
+
+test('a controller that exits on its own voids the session (a dead controller would hold every invariant)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'chaos-exit-'));
+  try {
+    const { ControllerProcess } = await import('./controller.ts');
+    // A kubeconfig that does not exist: the CLI stops at once, naming it.
+    const controller = new ControllerProcess({
+      kubeconfig: join(dir, 'missing-kubeconfig'), namespace: 'chaos-exit', clusterId: 'chaos-exit', runpodApiUrl: 'http://127.0.0.1:9/v2',
+      podApiUrl: 'http://127.0.0.1:9/v2', resultsDir: dir, logFile: join(dir, 'controller.log'), pollInterval: '2s', deadlineMargin: '5s', watchdogPeriod: '2s',
+    });
+    controller.start();
+    const until = Date.now() + 60_000;
+    while (controller.running && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.throws(() => controller.assertNoUnexpectedExit(), /the controller exited on its own \(code [1-9]\d*\)/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -23,6 +23,8 @@ export class ControllerProcess {
   #settings: ControllerSettings;
   starts = 0;
   kills = 0;
+  /** Exits nobody asked for (a crash, or a controller that cannot start): a session with any is void. */
+  readonly unexpectedExits: string[] = [];
 
   constructor(settings: ControllerSettings) {
     this.#settings = settings;
@@ -43,11 +45,24 @@ export class ControllerProcess {
       '--poll-interval', s.pollInterval, '--deadline-margin', s.deadlineMargin, '--watchdog-period', s.watchdogPeriod,
       // Leader election on, as deployed: a restarted controller waits for the dead one's lease to expire.
       '--leader-elect', 'true', '--lease-namespace', s.namespace, '--log-level', 'debug',
+      // No fixed ports: other test files (and another chaos session) run controllers alongside.
+      '--metrics-bind-address', '0', '--health-probe-bind-address', '0',
     ], { stdio: ['ignore', log, log], env: { ...process.env, CHAOS_POD_API_URL: s.podApiUrl } });
     closeSync(log);
-    child.once('exit', () => { if (this.#child === child) this.#child = undefined; });
+    child.once('exit', (code, signal) => {
+      if (this.#child !== child) return;
+      this.#child = undefined;
+      this.unexpectedExits.push(signal ?? `code ${String(code)}`);
+    });
     this.#child = child;
     this.starts++;
+  }
+
+  /** Throws once the controller exited on its own: figures measured without a controller prove nothing. */
+  assertNoUnexpectedExit(): void {
+    if (this.unexpectedExits.length > 0) {
+      throw new Error(`the controller exited on its own (${this.unexpectedExits.join(', ')}); see ${this.#settings.logFile}`);
+    }
   }
 
   /** SIGKILL, and wait until the process is gone. */

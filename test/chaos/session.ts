@@ -135,6 +135,7 @@ export async function runSession(options: SessionOptions): Promise<SessionReport
       }
     })();
     await Promise.all([...applies, injections, kills]);
+    controller.assertNoUnexpectedExit();
     say(`schedule played out at ${Math.round(elapsed() / 1000)}s; waiting up to ${options.settleTimeoutMs / 1000}s for every run to end`);
 
     const settleUntil = Date.now() + options.settleTimeoutMs;
@@ -142,6 +143,7 @@ export async function runSession(options: SessionOptions): Promise<SessionReport
       await runs.refresh().catch(() => undefined);
       const open = [...runs.entries.values()].filter((e) => !e.gone && !(isTerminalPhase(e.latest) && !e.deleteRequested));
       if (open.length === 0) break;
+      controller.assertNoUnexpectedExit();
       await sleep(2000);
     }
     if (options.holdKeptPods) await holdKeptPods(runs, options.billingMarginMs, say);
@@ -181,6 +183,7 @@ export async function runSession(options: SessionOptions): Promise<SessionReport
       const uid = runs.entries.get(outcome.name)?.uid;
       outcome.pods = pods.filter((pod) => uid && pod.env.RUNPOD_OPERATOR_RUN === uid).length;
     }
+    controller.assertNoUnexpectedExit();
     const stagingLeft = leftoverStaging(join(resultsDir, namespace));
     const rented = pods.map((pod) => ({
       id: pod.id, name: pod.name, run: runs.byUid(pod.env.RUNPOD_OPERATOR_RUN ?? '')?.planned.name ?? '?',
