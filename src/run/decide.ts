@@ -330,31 +330,37 @@ function deletionStep(obs: Observation, podId: string): Step | undefined {
 
 /** A create whose answer was lost may still have made a pod: adopt it by its exact name. */
 function adoptAfterAmbiguousCreate(ctx: Context): void {
+  // Every attempt whose answer is lost, not only the last: the capacity wait sends earlier attempts
+  // again in place, so a lost one may stand before attempts that still wait their turn.
+  for (const attempt of ctx.status.attempts ?? []) {
+    if (attempt.outcome === 'Pending' || attempt.outcome === 'Ambiguous') adoptOrGiveUp(ctx, attempt);
+  }
+}
+
+function adoptOrGiveUp(ctx: Context, lost: NonNullable<RunpodRunStatus['attempts']>[number]): void {
   const { obs, status } = ctx;
-  const last = status.attempts?.at(-1);
-  if (!last || (last.outcome !== 'Pending' && last.outcome !== 'Ambiguous')) return;
-  const found = obs.pods?.items.find((pod) => pod.name === last.name);
+  const found = obs.pods?.items.find((pod) => pod.name === lost.name);
   if (found) {
-    last.outcome = 'Created';
-    last.podId = found.id;
-    last.message = 'adopted after the create answer was lost';
+    lost.outcome = 'Created';
+    lost.podId = found.id;
+    lost.message = 'adopted after the create answer was lost';
     retireCurrentPod(status);
-    status.pod = podStatusFrom(found, last.gpuType, obs);
+    status.pod = podStatusFrom(found, lost.gpuType, obs);
     return;
   }
-  if (!last.lostAt) {
+  if (!lost.lostAt) {
     // Found Pending: the process that sent it crashed, or could not write its answer (a 409 on the
     // status write after the POST). The answer is lost from now on, as far as anyone here can tell.
-    last.lostAt = obs.now.toISOString();
+    lost.lostAt = obs.now.toISOString();
     return;
   }
   // Only lists started after the answer was lost count (one taken while the request hung proves
   // nothing), and only once a new pod has had the time to show up in them (lists lag behind creates).
   const lookedLongEnough = obs.pods !== undefined
-    && obs.pods.listedAt.getTime() >= Date.parse(last.lostAt) + Math.max(obs.settings.ambiguousLookupMs, newPodListLagToleranceMs);
+    && obs.pods.listedAt.getTime() >= Date.parse(lost.lostAt) + Math.max(obs.settings.ambiguousLookupMs, newPodListLagToleranceMs);
   if (lookedLongEnough) {
-    last.outcome = 'Failed';
-    last.message = 'the create answer was lost and no pod with its name appeared';
+    lost.outcome = 'Failed';
+    lost.message = 'the create answer was lost and no pod with its name appeared';
   }
 }
 
@@ -364,11 +370,12 @@ function provision(ctx: Context, spec: RunpodRunSpec): Step {
   if (cap !== undefined && Number(status.estimatedCostUsd ?? 0) >= Number(cap)) {
     return fail(ctx, 'CostCapReached', `the run's earlier pods spent ${status.estimatedCostUsd ?? '0'} USD of spec.limits.maxCostUsd (${cap}); no other pod is created`);
   }
-  const last = status.attempts?.at(-1);
-  if (last && (last.outcome === 'Pending' || last.outcome === 'Ambiguous')) {
-    phase(ctx, 'Provisioning', 'Provisioning', `looking for pod ${last.name}: its create answer was lost`);
+  const lost = status.attempts?.find((a) => a.outcome === 'Pending' || a.outcome === 'Ambiguous');
+  if (lost) {
+    phase(ctx, 'Provisioning', 'Provisioning', `looking for pod ${lost.name}: its create answer was lost`);
     return wait(obs.settings.pollIntervalMs);
   }
+  const last = status.attempts?.at(-1);
   if (last && isRefused(last)) {
     const verdict = judgeRefusedAttempt(obs, status, last, spec.limits.queueTimeoutSeconds);
     if (verdict.kind === 'timedOut') return fail(ctx, 'NoCapacity', verdict.message);

@@ -154,3 +154,27 @@ describe('a create whose answer was lost', () => {
     assert.deepEqual(emptyList(seen.status, 91, 90).action, { type: 'createPod', attemptName: 'r-2', gpuType: 'A', attemptNumber: 2 });
   });
 });
+
+describe('decide: a lost create that is not the last attempt (chaos seed 6)', () => {
+  // The capacity wait sends earlier attempts again in place: attempt 1's answer was lost (a 503; the
+  // pod existed) while attempt 2 still waited its turn. Sending attempt 2 then rented a second pod.
+  const waiting = (): RunpodRunStatus => ({
+    phase: 'Pending', reason: 'WaitingForCapacity', waitingSince: at(0).toISOString(),
+    attempts: [
+      { name: 'r-1', gpuType: 'A', time: at(1).toISOString(), outcome: 'Ambiguous', message: '503', lostAt: at(1).toISOString() },
+      { name: 'r-2', gpuType: 'B', time: at(0).toISOString(), outcome: 'NoCapacity', retryAfter: at(1).toISOString() },
+    ],
+  });
+
+  test('no other create is sent while that answer is lost', () => {
+    const d = decide(observe({ now: at(2), pods: { listedAt: at(2), items: [] } }, waiting()));
+    assert.notEqual(d.action.type, 'createPod', JSON.stringify(d.action));
+  });
+
+  test('its pod, once listed, is adopted', () => {
+    const d = decide(observe({ now: at(10), pods: { listedAt: at(10), items: [pod({ name: 'r-1' })] } }, waiting()));
+    assert.equal(d.status.attempts?.[0]?.outcome, 'Created');
+    assert.equal(d.status.pod?.id, 'p1');
+    assert.notEqual(d.action.type, 'createPod');
+  });
+});
