@@ -652,7 +652,9 @@ function followJob(ctx: Context, spec: RunpodRunSpec): Step {
       }
       if (state.job.endedAt !== null) job.finishedAt ??= new Date(state.job.endedAt * 1000).toISOString();
       if (obs.retrievalFailures > 0) {
-        phase(ctx, 'Retrieving', 'ResultsUnverified', `the results could not be verified yet (try ${obs.retrievalFailures}); the pod stays for spec.limits.retrieveGraceSeconds`);
+        // The last attempt's findings stay the message: what was missing, different or refused is what the user acts on.
+        const found = status.reason === 'ResultsUnverified' ? status.message : undefined;
+        phase(ctx, 'Retrieving', 'ResultsUnverified', found ?? `the results could not be verified yet (try ${obs.retrievalFailures}); the pod stays for spec.limits.retrieveGraceSeconds`);
         return step({ type: 'retrieveResults' }, Math.min(60_000, 2000 * 2 ** obs.retrievalFailures));
       }
       phase(ctx, 'Retrieving', 'Retrieving', `the job exited with code ${job.exitCode ?? 'unknown'}; retrieving and verifying its results`);
@@ -847,7 +849,7 @@ export type RetrievalOutcome =
 export function applyRetrievalOutcome(obs: Observation, status: RunpodRunStatus, outcome: RetrievalOutcome): void {
   const ctx: Context = { obs, status, events: [] };
   if (outcome.kind === 'unverified') {
-    phase(ctx, 'Retrieving', 'ResultsUnverified', `results not verified: ${outcome.message}; retrying, the pod stays`);
+    phase(ctx, 'Retrieving', 'ResultsUnverified', `results not verified (try ${obs.retrievalFailures + 1}): ${outcome.message}; retrying, the pod stays for spec.limits.retrieveGraceSeconds`);
     return;
   }
   if (outcome.kind === 'tooLarge') {

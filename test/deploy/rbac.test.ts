@@ -9,7 +9,7 @@ import { after, describe, test } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
 import { createTestNamespace, testCluster } from '../support/cluster.ts';
 import { kubectl, runKubectl } from '../support/kubectl.ts';
-import { hasCondition, runManifest, startWorld, type World } from '../support/operator.ts';
+import { hasCondition, runManifest, startWorld, unsuppressed, type World } from '../support/operator.ts';
 import { containerSettings, deployDir, render, tokenKubeconfig } from './render.ts';
 
 const scratch = mkdtempSync(join(tmpdir(), 'rbac-'));
@@ -72,7 +72,7 @@ async function completeRun(world: World, installed: Installed): Promise<void> {
 }
 
 describe('deploy/ RBAC, as the ServiceAccount', () => {
-  test('the cluster-wide ClusterRole: a run completes; secrets are read by name, never listed', async () => {
+  test('the cluster-wide ClusterRole: a run completes; secrets are read by name, never listed', () => unsuppressed(async () => {
     await using world = await startWorld('rbac-cluster');
     const installed = await install(world, deployDir);
     assert.equal(installed.settings.leaderElect, true);
@@ -96,9 +96,9 @@ describe('deploy/ RBAC, as the ServiceAccount', () => {
     assert.ok(!(await canI(installed, 'create', 'pods', '-n', world.namespace)));
     assert.ok(!(await canI(installed, 'get', 'namespaces/default')));
     assert.ok(!(await canI(installed, 'update', 'leases.coordination.k8s.io', '-n', 'default')), 'leases only in its own namespace');
-  });
+  }));
 
-  test('the single-namespace overlay: a run completes under the Role; another namespace\'s Secrets are out of reach', async () => {
+  test('the single-namespace overlay: a run completes under the Role; another namespace\'s Secrets are out of reach', () => unsuppressed(async () => {
     await using world = await startWorld('rbac-ns');
     const installed = await install(world, join(deployDir, 'overlays', 'single-namespace'));
     assert.equal(installed.settings.namespace, world.namespace, '--namespace is the pod\'s own');
@@ -119,5 +119,5 @@ describe('deploy/ RBAC, as the ServiceAccount', () => {
     assert.ok(!(await canI(installed, 'get', 'runpodruns.runpod-operator.dev', '-n', other)));
     assert.ok(!(await canI(installed, 'get', 'namespaces/kube-system')), 'no cluster-scoped read at all');
     assert.ok(await canI(installed, 'get', 'secrets', '-n', world.namespace));
-  });
+  }));
 });

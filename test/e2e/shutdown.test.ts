@@ -11,7 +11,7 @@ import { CoordinationV1Api } from '@kubernetes/client-node';
 import { sample } from '../metrics/scrape.ts';
 import { testCluster } from '../support/cluster.ts';
 import { startControllerProcess, type ControllerProcess } from '../support/controller-process.ts';
-import { runManifest, startWorld } from '../support/operator.ts';
+import { runManifest, startWorld, unsuppressed } from '../support/operator.ts';
 
 const terminationGraceMs = 30_000;
 const ended = (run: { status?: { phase?: string } }) => run.status?.phase === 'Succeeded' || run.status?.phase === 'Failed';
@@ -22,7 +22,7 @@ function partials(dir: string): string[] {
     .filter((entry) => entry.isDirectory() && /\.partial-[0-9a-f]{8}$/.test(entry.name)).map((entry) => entry.name);
 }
 
-void test('SIGTERM mid-transfer: the leader exits within the grace and releases the lease; the standby finishes the run', async () => {
+void test('SIGTERM mid-transfer: the leader exits within the grace and releases the lease; the standby finishes the run', () => unsuppressed(async () => {
   await using world = await startWorld('shutdown');
   const { kubeconfigPath, kubeConfig } = await testCluster();
   const resultsDir = mkdtempSync(join(tmpdir(), 'results-shutdown-'));
@@ -75,4 +75,4 @@ void test('SIGTERM mid-transfer: the leader exits within the grace and releases 
     for (const child of children) child.kill('SIGKILL');
     rmSync(resultsDir, { recursive: true, force: true });
   }
-});
+}));

@@ -486,6 +486,17 @@ describe('decide: the job on a ready pod', () => {
     assert.notEqual(d.status.pod?.state, 'Deleting');
   });
 
+  test('the retry after unverified results keeps what the last attempt found: the user acts on it', () => {
+    const exited = state({}, { status: 'exited', startedAt: 1, endedAt: 2, exitCode: 0 });
+    const first = { status: readyStatus() };
+    applyRetrievalOutcome(observe({ ...listed(), podState: exited }), first.status, { kind: 'unverified', message: '1 refused symlinks (state -> ../.pod: points outside the results directory)' });
+    const retry = decide(observe({ ...listed(), podState: exited, retrievalFailures: 1 }, first.status));
+    assert.deepEqual(retry.action, { type: 'retrieveResults' });
+    assert.equal(retry.status.reason, 'ResultsUnverified');
+    assert.match(retry.status.message ?? '', /refused symlinks \(state -> \.\.\/\.pod: points outside the results directory\)/);
+    assert.match(retry.status.message ?? '', /try 1/);
+  });
+
   test('cancel while the job runs: the job is stopped first, its results retrieved, then the pod goes', () => {
     const running = state({}, { status: 'running', startedAt: 1 });
     const status = decide(observe({ ...listed(), podState: running }, readyStatus())).status;

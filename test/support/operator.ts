@@ -139,8 +139,25 @@ export const hasCondition = (run: RunpodRun, type: string, status = 'True'): boo
   run.status?.conditions?.some((c) => c.type === type && c.status === status) ?? false;
 
 /** A test body in a fresh world with the controller running; the world stops (leak check) whatever happens. */
-export async function withWorld(prefix: string, body: (world: World) => Promise<void>, options: WorldOptions = {}): Promise<void> {
-  await using world = await startWorld(prefix, options);
-  await world.startController();
-  await body(world);
+export function withWorld(prefix: string, body: (world: World) => Promise<void>, options: WorldOptions = {}): Promise<void> {
+  return unsuppressed(async () => {
+    await using world = await startWorld(prefix, options);
+    await world.startController();
+    await body(world);
+  });
+}
+
+/**
+ * Runs a scope that uses `await using`, so that when both the scope and its disposal fail, the report
+ * names both: the test runner prints a SuppressedError as "An error was suppressed during disposal"
+ * and neither of the errors that matter (a failed assertion, then the leak check finding its pod).
+ */
+export async function unsuppressed(scope: () => Promise<void>): Promise<void> {
+  try {
+    await scope();
+  } catch (error) {
+    if (!(error instanceof SuppressedError)) throw error;
+    const message = (value: unknown): string => (value instanceof Error ? value.message : String(value));
+    throw new Error(`${message(error.suppressed)}\n... and then, while stopping: ${message(error.error)}`, { cause: error.suppressed });
+  }
 }
