@@ -404,7 +404,10 @@ function provision(ctx: Context, spec: RunpodRunSpec): Step {
   }
   const attempts = status.attempts ?? [];
   const next = nextCandidate(candidates, attempts);
-  if (!next && attempts.length > 0 && attempts.every((a) => a.outcome === 'NoCapacity')) return waitForCapacity(ctx, spec);
+  if (!next) {
+    const retryable = retryableAfterTheWalk(attempts);
+    if (retryable.length > 0) return waitForCapacity(ctx, spec, retryable);
+  }
   if (!next || attempts.length >= maxAttempts) {
     const tried = [...new Set(attempts.map((a) => a.gpuType))].join(', ');
     return fail(ctx, 'NoCapacity', candidates.length === 0
@@ -421,22 +424,37 @@ function provision(ctx: Context, spec: RunpodRunSpec): Step {
 const capacityWaitReason = (spec: RunpodRunSpec, until: number): string =>
   `waiting for capacity until ${new Date(until).toISOString()} (spec.limits.queueTimeoutSeconds ${spec.limits.queueTimeoutSeconds}s)`;
 
+/** The outcomes of a type's latest attempt that make the type worth another round of the capacity wait. */
+const waitableOutcomes = new Set(['NoCapacity', 'Failed']);
+
 /**
- * Every type was refused for capacity: nothing exists, so the run waits (Pending/WaitingForCapacity)
- * and each refused attempt is queued to be sent again, in place (same name, same type), at the next round.
+ * The walk is over: the types whose latest attempt was refused for capacity, or whose create answers
+ * were lost until we gave up (a 5xx storm, not the type's fault), are worth another round; a type
+ * whose pod never got ready is spent. (A non-terminal 'Failed' attempt is always a lost answer: any
+ * other failed create ends the run.)
  */
-function waitForCapacity(ctx: Context, spec: RunpodRunSpec): Step {
+function retryableAfterTheWalk(attempts: NonNullable<RunpodRunStatus['attempts']>): NonNullable<RunpodRunStatus['attempts']> {
+  const latest = new Map<string, NonNullable<RunpodRunStatus['attempts']>[number]>();
+  for (const attempt of attempts) if (!isRefused(attempt)) latest.set(attempt.gpuType, attempt);
+  return [...latest.values()].filter((a) => waitableOutcomes.has(a.outcome));
+}
+
+/**
+ * No type is left to try and some are worth another round: nothing exists, so the run waits
+ * (Pending/WaitingForCapacity) and those attempts are queued to be sent again, in place (same name,
+ * same type), at the next round.
+ */
+function waitForCapacity(ctx: Context, spec: RunpodRunSpec, retryable: NonNullable<RunpodRunStatus['attempts']>): Step {
   const { obs, status } = ctx;
   const now = obs.now.getTime();
   status.waitingSince ??= obs.now.toISOString();
-  const attempts = status.attempts ?? [];
-  const types = [...new Set(attempts.map((a) => a.gpuType))].join(', ');
+  const types = retryable.map((a) => a.gpuType).join(', ');
   const until = queueDeadline(status, now, spec.limits.queueTimeoutSeconds);
   if (now >= until) {
     return fail(ctx, 'NoCapacity', `no GPU type had capacity within spec.limits.queueTimeoutSeconds (${spec.limits.queueTimeoutSeconds}s) (tried: ${types})`);
   }
   const round = nextCapacityRound(obs, Date.parse(status.waitingSince));
-  for (const attempt of attempts) attempt.retryAfter = round.toISOString();
+  for (const attempt of retryable) attempt.retryAfter = round.toISOString();
   phase(ctx, 'Pending', 'WaitingForCapacity', `no capacity on ${types}; ${capacityWaitReason(spec, until)}, trying again at ${round.toISOString()}`);
   return wait(Math.min(round.getTime(), until) - now);
 }
@@ -445,11 +463,11 @@ function waitForCapacity(ctx: Context, spec: RunpodRunSpec): Step {
 function sendQueuedForCapacity(ctx: Context, spec: RunpodRunSpec): Step | undefined {
   const { obs, status } = ctx;
   const attempts = status.attempts ?? [];
-  const queued = attempts.filter((a) => a.outcome === 'NoCapacity' && a.retryAfter !== undefined);
+  const queued = attempts.filter((a) => waitableOutcomes.has(a.outcome) && a.retryAfter !== undefined);
   if (queued.length === 0) return undefined;
   const now = obs.now.getTime();
   const until = queueDeadline(status, now, spec.limits.queueTimeoutSeconds);
-  const types = [...new Set(attempts.map((a) => a.gpuType))].join(', ');
+  const types = queued.map((a) => a.gpuType).join(', ');
   if (now >= until) {
     return fail(ctx, 'NoCapacity', `no GPU type had capacity within spec.limits.queueTimeoutSeconds (${spec.limits.queueTimeoutSeconds}s) (tried: ${types})`);
   }

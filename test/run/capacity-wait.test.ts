@@ -115,4 +115,45 @@ describe('no capacity on any type', () => {
     assert.equal(d.status.phase, 'Failed');
     assert.equal(d.status.reason, 'NoCapacity');
   });
+
+  // Chaos seed 5: walks that mixed "no capacity" with a lost create or a pod that never got ready
+  // ended Failed/NoCapacity at once, because only an all-"no capacity" walk waited.
+  const attempt = (name: string, gpuType: string, outcome: NonNullable<RunpodRunStatus['attempts']>[number]['outcome'], message?: string) =>
+    ({ name, gpuType, time: t0.toISOString(), outcome, ...(message ? { message } : {}) });
+  const lost = 'the create answer was lost and no pod with its name appeared';
+
+  test('no capacity on A, lost creates on B given up: the run waits and each type is tried again once per round', () => {
+    const status: RunpodRunStatus = { phase: 'Provisioning', attempts: [
+      attempt('r-1', 'A', 'NoCapacity', 'no instances'), attempt('r-2', 'B', 'Failed', lost), attempt('r-3', 'B', 'Failed', lost), attempt('r-4', 'B', 'Failed', lost),
+    ] };
+    const waiting = decide(observe(0, status));
+    assert.equal(waiting.status.phase, 'Pending', JSON.stringify(waiting.status));
+    assert.equal(waiting.status.reason, 'WaitingForCapacity');
+    assert.deepEqual(waiting.action, { type: 'none' });
+    assert.ok(typeof waiting.requeue === 'object');
+    const round = refuseUntilWaiting(waiting.requeue.afterMs / 1000, waiting.status);
+    assert.deepEqual(round.sent, ['r-1:A', 'r-4:B'], 'the latest attempt of each type, in place: no create storm, nothing appended');
+    assert.equal(round.status.attempts?.length, 4);
+    assert.equal(round.status.reason, 'WaitingForCapacity');
+  });
+
+  test('a pod on A that never got ready, no capacity on B: the run waits for B; A is not tried again', () => {
+    const status: RunpodRunStatus = { phase: 'Provisioning', attempts: [
+      attempt('r-1', 'A', 'NotReady', 'SSH did not answer with the pinned host key within 60s'), attempt('r-2', 'B', 'NoCapacity', 'no instances'),
+    ] };
+    const waiting = decide(observe(0, status));
+    assert.equal(waiting.status.reason, 'WaitingForCapacity', JSON.stringify(waiting.status));
+    assert.ok(typeof waiting.requeue === 'object');
+    const round = refuseUntilWaiting(waiting.requeue.afterMs / 1000, waiting.status);
+    assert.deepEqual(round.sent, ['r-2:B']);
+    assert.match(round.status.message!, /^no capacity on B;/);
+  });
+
+  test('every type had a pod that never got ready: Failed/NoCapacity, nothing to wait for', () => {
+    const status: RunpodRunStatus = { phase: 'Provisioning', attempts: [attempt('r-1', 'A', 'NotReady'), attempt('r-2', 'B', 'NotReady')] };
+    const d = decide(observe(0, status));
+    assert.equal(d.status.phase, 'Failed');
+    assert.equal(d.status.reason, 'NoCapacity');
+    assert.match(d.status.message!, /no GPU type could be provisioned \(tried: A, B\)/);
+  });
 });
