@@ -5,13 +5,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { parseConfig } from '../runpod-sim/config.ts';
 import { faultSchema } from '../runpod-sim/faults.ts';
 import { testCluster } from '../support/cluster.ts';
+import { plainConditions } from './conditions.ts';
 import { faultGenerators, faultNames, type LivePod } from './faults.ts';
 import { Random } from './random.ts';
 import { brokenFigures, formatReport } from './report.ts';
 import { buildSchedule } from './schedule.ts';
-import { runSession } from './session.ts';
+import { runSession, simConfig } from './session.ts';
 import { runKinds } from './workload.ts';
 
 describe('the chaos schedule', () => {
@@ -33,6 +35,21 @@ describe('the chaos schedule', () => {
     assert.equal(new Set(windows).size, 6);
     assert.equal(schedule.faults.length, 30);
     assert.deepEqual([...schedule.faults].sort((a, b) => a.atMs - b.atMs), schedule.faults);
+  });
+
+  test('each seed draws how the simulated Runpod behaves all session; seeds together meet every behaviour', () => {
+    const drawn = Array.from({ length: 20 }, (_, seed) => buildSchedule({ runs: 10, seed }).conditions);
+    assert.deepEqual(new Set(drawn.map((c) => c.statusFlow)), new Set(['running-at-once', 'provisioning-starting-running']));
+    assert.ok(drawn.some((c) => c.listLag.createdMs > 0) && drawn.some((c) => c.listLag.createdMs === 0));
+    assert.ok(drawn.some((c) => c.listLag.get));
+    assert.ok(drawn.some((c) => c.spendRateUsdPerHour < 5) && drawn.some((c) => c.spendRateUsdPerHour === 80));
+    assert.ok(drawn.some((c) => c.podKeysMayNotDelete) && drawn.some((c) => !c.podKeysMayNotDelete));
+    for (const conditions of drawn) parseConfig(simConfig(5, conditions));
+    assert.deepEqual(buildSchedule({ runs: 10, seed: 3, conditions: 'plain' }).conditions, plainConditions);
+    // Drawn after everything else: a seed's runs, faults and kills do not depend on them.
+    const plain = buildSchedule({ runs: 10, seed: 3, conditions: 'plain' });
+    const withDrawn = buildSchedule({ runs: 10, seed: 3 });
+    assert.deepEqual([withDrawn.runs, withDrawn.faults, withDrawn.kills], [plain.runs, plain.faults, plain.kills]);
   });
 
   test('the seeded generator is mulberry32 (its well-known first draw for seed 1)', () => {

@@ -5,6 +5,7 @@
 //   --only-faults a,b fault generators to draw from    --windows a,b   kill windows to cycle through
 //   --stock N         GPUs of stock (default 5)        --settle S      seconds every run gets to end (default 600)
 //   --hold-kept B     before deleting, wait for kept pods' deadline + margin (default true)
+//   --conditions C    drawn (default: list lag, boot statuses, spend limit, pod-key refusals drawn from the seed) or plain
 //   --work-dir DIR    where logs, results and report.json go (default: a temp directory)
 //   --kubeconfig F    use this API server instead of starting one
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -14,6 +15,7 @@ import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { startControlPlane, type ControlPlane } from '../envtest/harness.ts';
+import { describeConditions } from './conditions.ts';
 import { isFaultName, type FaultGeneratorName } from './faults.ts';
 import { brokenFigures, formatReport } from './report.ts';
 import { buildSchedule, killWindows, type KillWindow } from './schedule.ts';
@@ -31,7 +33,7 @@ const int = (min: number) => z.coerce.number().int().min(min);
 const optionsSchema = z.strictObject({
   runs: int(1).default(30), seed: int(0).default(1), faults: int(0).optional(), kills: int(0).optional(),
   'only-faults': list<FaultGeneratorName>(isFaultName, 'fault').optional(), windows: list<KillWindow>(isWindow, 'window').optional(),
-  'hold-kept': z.stringbool().default(true), stock: int(1).default(5), settle: int(10).default(600), 'work-dir': z.string().min(1).optional(), kubeconfig: z.string().min(1).optional(),
+  'hold-kept': z.stringbool().default(true), conditions: z.enum(['drawn', 'plain']).default('drawn'), stock: int(1).default(5), settle: int(10).default(600), 'work-dir': z.string().min(1).optional(), kubeconfig: z.string().min(1).optional(),
 });
 
 const { values } = parseArgs({
@@ -47,10 +49,11 @@ const options = parsed.data;
 const workDir = options['work-dir'] ?? mkdtempSync(join(tmpdir(), `chaos-s${options.seed}-`));
 const schedule = buildSchedule({
   runs: options.runs, seed: options.seed, faults: options.faults, kills: options.kills,
-  faultNames: options['only-faults'], windows: options.windows,
+  faultNames: options['only-faults'], windows: options.windows, conditions: options.conditions,
 });
 const say = (line: string) => console.log(`chaos: ${line}`);
 say(`seed ${schedule.seed}: schedule ${schedule.hash} (${schedule.runs.length} runs, ${schedule.faults.length} faults, ${schedule.kills.length} kills); work dir ${workDir}`);
+say(`simulated Runpod: ${describeConditions(schedule.conditions)}`);
 
 let plane: ControlPlane | undefined;
 let kubeConfig: KubeConfig;

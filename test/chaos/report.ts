@@ -1,5 +1,6 @@
 // Prints what a session measured: the invariants as figures (each with its offenders), the outcome
 // of each run kind, the crash windows hit, and the faults fired.
+import { describeConditions } from './conditions.ts';
 import type { SessionReport } from './session.ts';
 import { expectedOutcome, type RunKind } from './workload.ts';
 
@@ -7,6 +8,7 @@ export function formatReport(report: SessionReport): string {
   const lines: string[] = [];
   const { schedule } = report;
   lines.push(`chaos: seed ${schedule.seed}, ${schedule.runs.length} runs, ${schedule.faults.length} faults, ${schedule.kills.length} kills; schedule ${schedule.hash}; ${Math.round(report.durationMs / 1000)} s; namespace ${report.namespace}`);
+  lines.push(`simulated Runpod: ${describeConditions(schedule.conditions)}`);
   lines.push('', 'invariants (each must be 0):');
   for (const figure of report.figures) {
     lines.push(`  ${figure.broken ? 'BROKEN' : 'ok    '}  ${figure.name.padEnd(56)} ${figure.value}${figure.unit ?? ''}`);

@@ -2,6 +2,7 @@
 // when, and when the controller is killed (at a random moment or inside a named crash window). The
 // same seed and options give the same schedule, and its hash says so.
 import { createHash } from 'node:crypto';
+import { drawConditions, plainConditions, type SimConditions } from './conditions.ts';
 import { faultGenerators, type FaultGeneratorName, type FaultParams } from './faults.ts';
 import { Random } from './random.ts';
 import { drawKinds, planRun, type PlannedRun } from './workload.ts';
@@ -33,6 +34,8 @@ export interface Schedule {
   runs: PlannedRun[];
   faults: PlannedFault[];
   kills: PlannedKill[];
+  /** How the simulated Runpod behaves all session long. */
+  conditions: SimConditions;
   /** How long the session applies runs (faults and kills fall in it plus a tail). */
   spanMs: number;
   hash: string;
@@ -51,6 +54,8 @@ export interface ScheduleOptions {
   windows?: readonly KillWindow[];
   /** Milliseconds between applies on average; default 3000. */
   applySpacingMs?: number;
+  /** `drawn` (the default): the simulator's session-long behaviours are drawn from the seed; `plain`: its defaults. */
+  conditions?: 'drawn' | 'plain';
 }
 
 export function buildSchedule(options: ScheduleOptions): Schedule {
@@ -72,7 +77,9 @@ export function buildSchedule(options: ScheduleOptions): Schedule {
     atMs: random.int(5000, spanMs + 20_000), window: order[index % order.length]!,
     deleteSent: random.next() < 0.5, restartAfterMs: random.int(500, 3000),
   })).sort((a, b) => a.atMs - b.atMs);
-  const plan = { seed: options.seed, runs, faults, kills, spanMs };
+  // Drawn last, so a seed's runs, faults and kills stay what they were before conditions existed.
+  const conditions = options.conditions === 'plain' ? plainConditions : drawConditions(random);
+  const plan = { seed: options.seed, runs, faults, kills, conditions, spanMs };
   return { ...plan, hash: createHash('sha256').update(JSON.stringify(plan)).digest('hex').slice(0, 16) };
 }
 

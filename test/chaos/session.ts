@@ -14,6 +14,7 @@ import { billedPastDeadline, doubleBilling, finalizersLeft, podsLeaked, resultsL
 import { Killer, type KillRecord } from './killer.ts';
 import { startProxy } from './proxy.ts';
 import { isTerminalPhase, outcomeOf, RunBook } from './runbook.ts';
+import { conditionsConfig, type SimConditions } from './conditions.ts';
 import type { PlannedFault, Schedule } from './schedule.ts';
 import { runManifest } from './workload.ts';
 
@@ -58,9 +59,10 @@ export interface SessionReport {
 const apiKey = 'rpa_CHAOS_KEY_DO_NOT_LOG_7d3e91';
 const controllerSettings = { pollInterval: '2s', deadlineMargin: '5s', watchdogPeriod: '2s' };
 
-export function simConfig(stock: number): SimConfigInput {
+export function simConfig(stock: number, conditions: SimConditions): SimConfigInput {
   const first = Math.ceil(stock / 2);
   return {
+    ...conditionsConfig(conditions),
     gpuTypes: [
       { id: 'NVIDIA GeForce RTX 4090', displayName: 'RTX 4090', memoryInGb: 24, pricePerHour: { secure: 0.69, community: 0.34 }, stock: { 'EU-RO-1': first } },
       { id: 'NVIDIA A40', displayName: 'A40', memoryInGb: 48, pricePerHour: 0.40, stock: { 'EU-RO-1': stock - first } },
@@ -82,7 +84,7 @@ export async function runSession(options: SessionOptions): Promise<SessionReport
   await must(kubectl(['create', 'namespace', namespace]));
   await must(kubectl(['create', 'secret', 'generic', 'runpod', '-n', namespace, `--from-literal=apiKey=${apiKey}`]));
 
-  const sim = await startSimulator({ apiKeys: [apiKey], config: simConfig(options.stock) });
+  const sim = await startSimulator({ apiKeys: [apiKey], config: simConfig(options.stock, schedule.conditions) });
   const runs = new RunBook(options.kubeConfig, namespace, schedule.runs);
   const controllerLog = join(options.workDir, 'controller.log');
   // Only the controller calls the proxy, and it starts once the killer exists.
