@@ -220,7 +220,9 @@ probe() {
         fi
         return
         ;;
-      000 | 408 | 429 | 5??) ;;
+      # 404 too: GET lags behind the create like the list does (API-NOTES S6), so a new pod may not
+      # see itself for a few seconds.
+      000 | 404 | 408 | 429 | 5??) ;;
       *)
         VERDICT="failed: GET /pods/$POD_ID: $(api_failure)"
         return

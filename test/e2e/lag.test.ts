@@ -24,6 +24,17 @@ describe('list lag', () => {
       assert.equal(countRequests(stats, 'DELETE', '/v2/pods/{id}'), 1, 'the still-listed pod was not deleted again');
       assert.equal(countRequests(stats, 'POST', '/v2/pods'), 1);
     }, { sim: { listLag: { createdMs: 20_000, deletedMs: 12_000, get: true } } }));
+
+  // Chaos seed 12: with GET lagging by a second, the watchdog's first look at its own pod met a 404
+  // and the pod was given up as one that cannot delete itself (BootFailed), six runs out of thirty.
+  test('a pod its own GET does not show yet (a lag of seconds) still boots: its watchdog looks again', () =>
+    withWorld('lag-get', async (world) => {
+      await world.apply(runManifest('lag-get', { job: { command: ['true'] } }));
+      const run = await world.waitForRun('lag-get', 'ended', (r) => r.status?.phase === 'Succeeded' || r.status?.phase === 'Failed', 120_000);
+      assert.equal(run.status?.phase, 'Succeeded', JSON.stringify(run.status));
+      assert.equal((await simPods(world.sim.adminUrl)).length, 1, 'exactly one pod');
+      await world.deleteRun('lag-get');
+    }, { sim: { listLag: { createdMs: 3000, deletedMs: 3000, get: true } } }));
 });
 
 describe('status flow', () => {
