@@ -48,19 +48,16 @@ test('a reconcile whose view of the run is older than the write that recorded it
   const sim = await startSimulator({ apiKeys: [keyA] });
   const client = createRunpodClient({ apiKey: keyA, baseUrl: sim.baseUrl, logger: createLogger('silent') });
   const resultsDir = mkdtempSync(join(tmpdir(), 'stale-create-'));
-  const reconcilers: RunReconciler[] = [];
   const accountsOf: Accounts[] = [];
   // Two reconcilers of one install: the one that writes first, and the one whose view is older than that write.
   const reconciler = () => {
     const accounts = new Accounts({ baseUrl: sim.baseUrl, clusterId: 'cluster-a', pollIntervalMs: 1000, logger: createLogger('silent'), onPodsChanged: () => {} });
     accountsOf.push(accounts);
-    const made = new RunReconciler({
+    return new RunReconciler({
       kubeConfig, accounts, clusterId: 'cluster-a', scope: installScope(namespace), runpodApiUrl: sim.baseUrl, resultsDir, watchdogPeriodMs: 10_000,
       settings: { ambiguousLookupMs: 2000, deadlineMarginMs: 5000, goneLooks: 3, pollIntervalMs: 1000 },
       events: { record: () => {} }, logger: createLogger('silent'),
     });
-    reconcilers.push(made);
-    return made;
   };
   const key = `${namespace}/stale`;
   const get = async () => (await objects.getNamespacedCustomObject({ ...rpr, namespace, name: 'stale' })) as RunpodRun;
