@@ -18,6 +18,7 @@ import type { Accounts } from './accounts.ts';
 import { act, forgetContradictedLooks, podView, protectSshKeys, type ActContext, type ReconcilerMetrics } from './act.ts';
 import { decide, transitionEvent } from './decide.ts';
 import type { DecideSettings, Deletion, GpuCandidate, Observation, RunEvent, SpendFacts } from './model.ts';
+import { stillCurrent } from './fresh-view.ts';
 import { buildCreatePodRequest } from './pod-request.ts';
 import { RunApi, type SshSecret } from './run-api.ts';
 
@@ -93,6 +94,10 @@ export class RunReconciler {
     for (const event of decision.events) this.#options.events.record(current, event);
 
     signal?.throwIfAborted();
+    if (decision.action.type === 'createPod' && !(await stillCurrent(this.runs, run, current))) {
+      (call.log ?? this.#options.logger).info({ run: run.metadata.name, namespace: run.metadata.namespace, attempt }, 'the run changed since this reconcile read it; deciding again before any create');
+      return { requeueAfterMs: 0 };
+    }
     const learned = await act(decision.action, { ...context, run: current });
     // A replica told to stop writes nothing more: the intent is in the status, the next leader observes again.
     signal?.throwIfAborted();

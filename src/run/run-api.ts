@@ -42,7 +42,8 @@ export class RunApi {
 
   /**
    * UIDs of every run in the namespace (or all namespaces) as the API server has them now: a list
-   * without resourceVersion is served from etcd, never from a watch cache.
+   * without resourceVersion is a consistent read (from etcd, or from the API server's watch cache
+   * only once it has caught up with etcd), never a lagging cache.
    */
   async liveRunUids(namespace: string | undefined): Promise<Set<string>> {
     const uids = new Set<string>();

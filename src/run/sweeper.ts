@@ -4,8 +4,9 @@
 // reconcile's business; pods this install does not own are never judged.
 //
 // It acts only on fresh evidence: its own pod list per account (not a shared snapshot), a pod older
-// than the grace, and a live read of the runs (not the reflector's cache, which may lag behind a
-// create it has not shown yet). It lists every account any run referenced, finished runs too.
+// than the grace, and a live read of the runs made after that list (not the reflector's cache,
+// which may lag behind a create it has not shown yet, nor an earlier account's read). It lists
+// every account any run referenced, finished runs too.
 import type { Logger } from '../log.ts';
 import { isRunpodError, type Pod } from '../runpod/index.ts';
 import type { Accounts, KnownAccount } from './accounts.ts';
@@ -75,7 +76,6 @@ export class Sweeper {
   async #pass(): Promise<string[]> {
     const { accounts, logger } = this.#options;
     for (const apiKey of await this.#options.referencedApiKeys?.() ?? []) accounts.remember(apiKey);
-    let live: Set<string> | undefined;
     const deleted: string[] = [];
     for (const account of accounts.known()) {
       const listed = await this.#listOwned(account);
@@ -83,7 +83,10 @@ export class Sweeper {
       this.#confirm(account, listed);
       const strays = this.#candidates(account, listed);
       if (strays.length === 0) continue;
-      live ??= await this.#options.liveRunUids();
+      // Read after this account's list, never reused for the next: a pass can last minutes (429
+      // waits), and a run created meanwhile may own a pod a later list shows. Every candidate here
+      // was listed before this read, so its run (older than its pod) is in it unless it is gone.
+      const live = await this.#options.liveRunUids();
       for (const stray of strays) {
         if (live.has(stray.runUid)) continue;
         const { signal } = this.#stop;
