@@ -3,9 +3,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { RunpodRunStatus } from '../../src/api/status.ts';
-import { forgetContradictedLooks } from '../../src/run/act.ts';
 import { applyCreateOutcome, decide } from '../../src/run/decide.ts';
 import type { Deletion, Observation } from '../../src/run/model.ts';
+import { RunEvidence } from '../../src/run/run-evidence.ts';
 import * as fixture from './fixture.ts';
 import { at, pod } from './fixture.ts';
 
@@ -43,17 +43,20 @@ describe('a pod judged gone on its own', () => {
   });
 
   test('a list that shows the pod after a 404 wipes that 404: only looks in a row count', () => {
-    const deletions = new Map<string, Deletion>([['p1', { notFoundLooks: 2, lookedAt: at(110) }], ['p2', { notFoundLooks: 2, lookedAt: at(110) }]]);
+    const evidence = new RunEvidence();
+    evidence.recordDeletion('p1', { notFoundLooks: 2, lookedAt: at(110) });
+    evidence.recordDeletion('p2', { notFoundLooks: 2, lookedAt: at(110) });
     // A list that started before the last look proves nothing about it.
-    forgetContradictedLooks(deletions, ['p1'], at(109));
-    assert.equal(deletions.get('p1')?.notFoundLooks, 2);
-    forgetContradictedLooks(deletions, ['p1'], at(111));
-    assert.equal(deletions.get('p1'), undefined, 'listed after its last 404: the evidence restarts');
-    assert.equal(deletions.get('p2')?.notFoundLooks, 2, 'a pod the list does not show keeps its looks');
+    evidence.forgetContradictedLooks(['p1'], at(109));
+    assert.equal(evidence.deletions().p1?.notFoundLooks, 2);
+    evidence.forgetContradictedLooks(['p1'], at(111));
+    assert.equal(evidence.deletions().p1, undefined, 'listed after its last 404: the evidence restarts');
+    assert.equal(evidence.deletions().p2?.notFoundLooks, 2, 'a pod the list does not show keeps its looks');
     // A pod we deleted stays listed for a while (the list lags behind deletes): its evidence stays.
-    const deleted = new Map<string, Deletion>([['p3', { sentAt: at(100), notFoundLooks: 3, lookedAt: at(110) }]]);
-    forgetContradictedLooks(deleted, ['p3'], at(111));
-    assert.equal(deleted.get('p3')?.notFoundLooks, 3);
+    const deleted = new RunEvidence();
+    deleted.recordDeletion('p3', { sentAt: at(100), notFoundLooks: 3, lookedAt: at(110) });
+    deleted.forgetContradictedLooks(['p3'], at(111));
+    assert.equal(deleted.deletions().p3?.notFoundLooks, 3);
   });
 
   test('a pod judged gone that a later list shows again is deleted, never abandoned', () => {
