@@ -10,8 +10,9 @@ import { connectPinned, generateRunKeys, HostKeyMismatchError, isNotReadyYet, pr
 import { applyCreateOutcome, applyProbeOutcome, applyRetrievalOutcome, type CreateOutcome, type ProbeOutcome } from './decide.ts';
 import type { JobInputs } from './job-inputs.ts';
 import { cancelJob, retrieveResults, setKeep, startJob } from './job-steps.ts';
-import type { Action, Deletion, GpuCandidate, Observation, PodView, SpendFacts } from './model.ts';
+import type { Action, Observation, PodView, SpendFacts } from './model.ts';
 import type { RunApi, SshSecret } from './run-api.ts';
+import type { RunEvidence } from './run-evidence.ts';
 
 export interface ActContext {
   run: RunpodRun;
@@ -25,8 +26,8 @@ export interface ActContext {
   /** Where this run's verified results go. */
   resultLocation: string;
   runs: RunApi;
-  /** The per-process memory decide() reads back through the observation. */
-  memory: { deletions: Map<string, Deletion>; catalogs: Map<string, GpuCandidate[]>; retrievalFailures: Map<string, number>; spend: Map<string, SpendFacts> };
+  /** What this process learned that decide() reads back through the observation. */
+  evidence: RunEvidence;
   buildCreateRequest: (attemptName: string, attemptNumber: number, gpuType: string) => Parameters<RunpodClient['createPod']>[0];
   refreshPods: () => void;
   /** Aborted when this replica must stop acting (shutdown, lost leadership): no new Runpod call starts. */
@@ -96,10 +97,10 @@ async function retrieve(ctx: ActContext): Promise<RunpodRunStatus> {
     ...(ctx.signal ? { signal: ctx.signal } : {}), ...(ctx.progress ? { onProgress: ctx.progress } : {}),
   });
   if (outcome.kind === 'verified') {
-    ctx.memory.retrievalFailures.delete(uid);
+    ctx.evidence.retrievalVerified(uid);
     ctx.metrics?.resultsRetrieved(outcome.files, outcome.bytes);
   }
-  else ctx.memory.retrievalFailures.set(uid, (ctx.memory.retrievalFailures.get(uid) ?? 0) + 1);
+  else ctx.evidence.retrievalFailed(uid);
   const status = structuredClone(ctx.run.status ?? {});
   applyRetrievalOutcome(ctx.obs, status, outcome);
   return status;
@@ -126,7 +127,7 @@ async function readCatalog(ctx: ActContext): Promise<void> {
   // Nothing in stock now: the cheapest few that fit are tried anyway, so the run waits for capacity
   // (their refusals, rounds with backoff) instead of failing on a snapshot of stock.
   if (ranked.length === 0) ranked = rankGpuTypes(offers, { ...criteria, includeOutOfStock: true }).slice(0, outOfStockCandidates);
-  ctx.memory.catalogs.set(ctx.run.metadata.uid, ranked.map((offer) => ({ gpuType: offer.id })));
+  ctx.evidence.recordCatalog(ctx.run.metadata.uid, ranked.map((offer) => ({ gpuType: offer.id })));
 }
 
 async function createPod(ctx: ActContext, attemptName: string, attemptNumber: number, gpuType: string): Promise<RunpodRunStatus> {
@@ -141,7 +142,7 @@ async function createPod(ctx: ActContext, attemptName: string, attemptNumber: nu
   }
   if (outcome.kind === 'spend-limit') {
     const spend = await spendFigures(ctx, gpuType);
-    ctx.memory.spend.set(ctx.run.metadata.uid, spend);
+    ctx.evidence.recordSpend(ctx.run.metadata.uid, spend);
     outcome = { ...outcome, spend };
   }
   ctx.refreshPods();
@@ -221,7 +222,7 @@ async function probeSsh(ctx: ActContext, host: string, port: number): Promise<Ru
 
 async function deletePod(ctx: ActContext, podId: string): Promise<void> {
   const { client } = requireClient(ctx);
-  const deletion = ctx.memory.deletions.get(podId) ?? { notFoundLooks: 0 };
+  const deletion = ctx.evidence.deletion(podId);
   try {
     await client.deletePod(podId, { signal: ctx.signal });
   } catch (error) {
@@ -230,13 +231,13 @@ async function deletePod(ctx: ActContext, podId: string): Promise<void> {
     deletion.notFoundLooks++;
   }
   deletion.sentAt = new Date();
-  ctx.memory.deletions.set(podId, deletion);
+  ctx.evidence.recordDeletion(podId, deletion);
   ctx.refreshPods();
 }
 
 async function lookForGonePod(ctx: ActContext, podId: string): Promise<void> {
   const { client } = requireClient(ctx);
-  const deletion = ctx.memory.deletions.get(podId) ?? { notFoundLooks: 0 };
+  const deletion = ctx.evidence.deletion(podId);
   // Before the GET: a list started after this moment saw the pod after this look.
   deletion.lookedAt = new Date();
   try {
@@ -248,20 +249,7 @@ async function lookForGonePod(ctx: ActContext, podId: string): Promise<void> {
     if (!isRunpodError(error, 'not-found')) throw error;
     deletion.notFoundLooks++;
   }
-  ctx.memory.deletions.set(podId, deletion);
-}
-
-/**
- * 404s count only in a row: a list that started after a pod's last 404 and still shows it wipes the
- * 404s of a pod that nobody deleted (Runpod's GET flaps). A pod whose delete was sent keeps them: a
- * deleted pod stays listed for a while (the list lags behind deletes, decide tolerates that).
- */
-export function forgetContradictedLooks(deletions: Map<string, Deletion>, listedPodIds: Iterable<string>, listedAt: Date): void {
-  for (const podId of listedPodIds) {
-    const deletion = deletions.get(podId);
-    if (!deletion || deletion.sentAt || !deletion.lookedAt || deletion.lookedAt >= listedAt) continue;
-    deletions.delete(podId);
-  }
+  ctx.evidence.recordDeletion(podId, deletion);
 }
 
 function requireClient(ctx: ActContext): { client: RunpodClient } {

@@ -1,5 +1,5 @@
 // One idempotent reconcile of a RunpodRun: observe (API server, the account's shared pod list,
-// memory of deletions) → decide (pure) → write the decided status first → act (one step) → write
+// evidence of deletions) → decide (pure) → write the decided status first → act (one step) → write
 // what the step learned. Safe to run any number of times, after any crash.
 import { isDeepStrictEqual } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -15,12 +15,13 @@ import { runDirOf } from '../pod/index.ts';
 import { splitKey } from '../kube/keys.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import type { Accounts } from './accounts.ts';
-import { act, forgetContradictedLooks, podView, protectSshKeys, type ActContext, type ReconcilerMetrics } from './act.ts';
+import { act, podView, protectSshKeys, type ActContext, type ReconcilerMetrics } from './act.ts';
 import { decide, transitionEvent } from './decide.ts';
-import type { DecideSettings, Deletion, GpuCandidate, Observation, RunEvent, SpendFacts } from './model.ts';
 import { stillCurrent } from './fresh-view.ts';
+import type { DecideSettings, Observation, RunEvent } from './model.ts';
 import { buildCreatePodRequest } from './pod-request.ts';
 import { RunApi, type SshSecret } from './run-api.ts';
+import { RunEvidence } from './run-evidence.ts';
 
 export interface EventSink { record(run: RunpodRun, event: RunEvent): void }
 
@@ -51,12 +52,8 @@ export interface ReconcileCall {
 export class RunReconciler {
   readonly runs: RunApi;
   #options: RunReconcilerOptions;
-  #deletions = new Map<string, Deletion>();
-  #catalogs = new Map<string, GpuCandidate[]>();
+  #evidence = new RunEvidence();
   #credentialRetries = new Map<string, number>();
-  #retrievalFailures = new Map<string, number>();
-  /** The spend-limit figures learned when a create of a run was refused by it (limit, pod price). */
-  #spend = new Map<string, SpendFacts>();
 
   constructor(options: RunReconcilerOptions) {
     this.#options = options;
@@ -123,7 +120,7 @@ export class RunReconciler {
     const apiKey = secretKey ?? (run.metadata.deletionTimestamp ? this.#options.accounts.runKey(uid) : undefined);
     const account = apiKey ? this.#options.accounts.get(apiKey) : undefined;
     const snapshot = account?.observer.snapshot;
-    if (snapshot) forgetContradictedLooks(this.#deletions, (snapshot.byRun.get(uid) ?? []).map((pod) => pod.id), snapshot.listedAt);
+    if (snapshot) this.#evidence.forgetContradictedLooks((snapshot.byRun.get(uid) ?? []).map((pod) => pod.id), snapshot.listedAt);
     const { keys: sshKeys, foreign: sshSecretConflict } = await this.runs.readSshSecret(run);
     if (sshKeys) protectSshKeys(sshKeys);
     const status: RunpodRunStatus = structuredClone(run.status ?? {});
@@ -138,6 +135,7 @@ export class RunReconciler {
     const storedResults = status.job?.finishedAt && !status.results?.retrievedAt && !isTerminal(status.phase)
       ? await committedResults(location).then((found) => found && { files: found.files, bytes: found.bytes, location, verifiedAt: found.committedAt })
       : undefined;
+    const learnedSpend = this.#evidence.spend(uid);
     const obs: Observation = {
       now,
       run: {
@@ -154,20 +152,20 @@ export class RunReconciler {
       sshKeysReady: sshKeys !== undefined,
       ...(sshSecretConflict ? { sshSecretConflict } : {}),
       pods: snapshot && { listedAt: snapshot.listedAt, items: (snapshot.byRun.get(uid) ?? []).map(podView) },
-      catalog: this.#catalogs.get(uid),
-      deletions: Object.fromEntries(this.#deletions),
+      catalog: this.#evidence.catalog(uid),
+      deletions: this.#evidence.deletions(),
       jobInputs: jobInputs.ok ? { ok: true } : jobInputs,
       podState,
-      retrievalFailures: this.#retrievalFailures.get(uid) ?? 0,
+      retrievalFailures: this.#evidence.retrievalFailures(uid),
       ...(storedResults ? { storedResults } : {}),
-      spend: this.#spend.has(uid) || snapshot ? { ...this.#spend.get(uid), runningUsdPerHour: snapshot?.runningUsdPerHour } : undefined,
+      spend: learnedSpend || snapshot ? { ...learnedSpend, runningUsdPerHour: snapshot?.runningUsdPerHour } : undefined,
       settings: this.#options.settings,
     };
     const context: Omit<ActContext, 'run'> = {
       obs, spec, client: account?.client, sshKeys, runs: this.runs, ssh,
       jobInputs: jobInputs.ok ? jobInputs.inputs : undefined,
       resultLocation: location,
-      memory: { deletions: this.#deletions, catalogs: this.#catalogs, retrievalFailures: this.#retrievalFailures, spend: this.#spend },
+      evidence: this.#evidence,
       refreshPods: () => account?.observer.refreshSoon(),
       signal: call.signal, progress: call.progress, metrics: this.#options.metrics,
       buildCreateRequest: (attemptName, attemptNumber, gpuType) => {
@@ -221,12 +219,10 @@ export class RunReconciler {
   }
 
   #forget(run: RunpodRun): void {
-    this.#catalogs.delete(run.metadata.uid);
     this.#credentialRetries.delete(run.metadata.uid);
-    this.#retrievalFailures.delete(run.metadata.uid);
-    this.#spend.delete(run.metadata.uid);
     this.#options.accounts.forgetRun(run.metadata.uid);
-    for (const podId of [run.status?.pod?.id, ...(run.status?.strayPods ?? [])]) if (podId) this.#deletions.delete(podId);
+    const podIds = [run.status?.pod?.id, ...(run.status?.strayPods ?? [])].filter((podId): podId is string => Boolean(podId));
+    this.#evidence.forgetRun(run.metadata.uid, podIds);
   }
 }
 

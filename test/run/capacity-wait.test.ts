@@ -2,31 +2,17 @@
 // walks the types again, in place, with a growing jittered backoff, until spec.limits.queueTimeoutSeconds.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { parseSpec } from '../../src/api/runpodrun.ts';
 import type { RunpodRunStatus } from '../../src/api/status.ts';
 import { applyCreateOutcome, decide } from '../../src/run/decide.ts';
 import type { Observation, PodView } from '../../src/run/model.ts';
+import * as fixture from './fixture.ts';
+import { spec, t0 } from './fixture.ts';
 
-const t0 = new Date('2026-12-01T12:00:00Z');
-const at = (seconds: number) => new Date(t0.getTime() + seconds * 1000);
+/** At `seconds`, an empty list of that moment, the spec's limits merged with `limits`. */
+const observe = (seconds: number, status: RunpodRunStatus, limits: Record<string, unknown> = {}): Observation =>
+  fixture.observeAt(seconds, status, { spec: spec({}, limits) });
 
-function observe(seconds: number, status: RunpodRunStatus, limits: Record<string, unknown> = {}): Observation {
-  const spec = parseSpec({
-    credentials: { secretName: 'runpod' }, image: 'img', gpu: { types: ['A', 'B'] },
-    job: { command: ['true'] }, limits: { maxRuntimeSeconds: 600, readyTimeoutSeconds: 60, ...limits },
-  });
-  assert.ok(spec.ok);
-  return {
-    now: at(seconds),
-    run: { name: 'r', namespace: 'ns', uid: 'uid-1', generation: 1, deleting: false, hasFinalizer: true, skipCleanup: false },
-    spec, status, credentials: { found: true }, sshKeysReady: true,
-    pods: { listedAt: at(seconds), items: [] }, deletions: {}, jobInputs: { ok: true }, retrievalFailures: 0,
-    settings: { ambiguousLookupMs: 10_000, deadlineMarginMs: 60_000, goneLooks: 3, pollIntervalMs: 5000 },
-  };
-}
-
-const pod = (over: Partial<PodView> = {}): PodView =>
-  ({ id: 'p1', name: 'r-1', status: 'RUNNING', gpuType: 'A', gpuCount: 1, costPerHour: 0.69, createdAt: t0.toISOString(), ...over });
+const pod = (over: Partial<PodView> = {}): PodView => fixture.pod({ costPerHour: 0.69, ...over });
 
 /** Every create until the status waits is answered "no capacity"; returns the creates sent and the status. */
 function refuseUntilWaiting(seconds: number, status: RunpodRunStatus, limits: Record<string, unknown> = {}): { sent: string[]; status: RunpodRunStatus; afterMs: number } {

@@ -1,59 +1,9 @@
 // decide() state by state: pure, so every rule of a run's life is checked without any I/O.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { parseSpec } from '../../src/api/runpodrun.ts';
 import type { RunpodRunStatus } from '../../src/api/status.ts';
 import { applyCreateOutcome, applyProbeOutcome, applyRetrievalOutcome, decide, nextCandidate, podName } from '../../src/run/decide.ts';
-import type { PodState } from '../../src/pod/index.ts';
-import type { Observation, PodView } from '../../src/run/model.ts';
-
-const t0 = new Date('2026-11-29T12:00:00Z');
-const at = (seconds: number) => new Date(t0.getTime() + seconds * 1000);
-
-function spec(extra: Record<string, unknown> = {}) {
-  const verdict = parseSpec({
-    credentials: { secretName: 'runpod' }, image: 'img', gpu: { types: ['A', 'B'] },
-    job: { command: ['true'] }, limits: { maxRuntimeSeconds: 600, readyTimeoutSeconds: 60 }, ...extra,
-  });
-  assert.ok(verdict.ok, JSON.stringify(verdict));
-  return verdict;
-}
-
-function observe(over: Partial<Observation> = {}, status: RunpodRunStatus = {}): Observation {
-  return {
-    now: t0,
-    run: { name: 'r', namespace: 'ns', uid: 'uid-1', generation: 1, deleting: false, hasFinalizer: true, skipCleanup: false },
-    spec: spec(),
-    status,
-    credentials: { found: true },
-    sshKeysReady: true,
-    pods: { listedAt: t0, items: [] },
-    deletions: {},
-    jobInputs: { ok: true },
-    retrievalFailures: 0,
-    settings: { ambiguousLookupMs: 10_000, deadlineMarginMs: 60_000, goneLooks: 3, pollIntervalMs: 5000 },
-    ...over,
-  };
-}
-
-const pod = (over: Partial<PodView> = {}): PodView =>
-  ({ id: 'p1', name: 'r-1', status: 'RUNNING', gpuType: 'A', gpuCount: 1, costPerHour: 0.5, createdAt: t0.toISOString(), ...over });
-
-/** The status right after pod p1 was created on GPU type A. */
-function createdStatus(): RunpodRunStatus {
-  const obs = observe();
-  const first = decide(obs);
-  applyCreateOutcome(obs, first.status, 'r-1', { kind: 'created', pod: pod() });
-  return first.status;
-}
-
-function readyStatus(): RunpodRunStatus {
-  const status = createdStatus();
-  status.pod!.sshHost = '127.0.0.1';
-  status.pod!.sshPort = 2222;
-  applyProbeOutcome(observe(), status, { kind: 'ready' });
-  return status;
-}
+import { at, createdStatus, observe, pod, readyStatus, spec, ssh, state, t0 } from './fixture.ts';
 
 describe('decide: before any Runpod call', () => {
   test('adds the finalizer first', () => {
@@ -197,7 +147,7 @@ describe('decide: provisioning', () => {
     const noSsh = decide(observe({ pods: { listedAt: t0, items: [pod()] } }, status));
     assert.equal(noSsh.status.reason, 'WaitingForSsh');
     assert.deepEqual(noSsh.action, { type: 'none' });
-    const probe = decide(observe({ pods: { listedAt: t0, items: [pod({ ssh: { host: '127.0.0.1', port: 2222 } })] } }, status));
+    const probe = decide(observe({ pods: { listedAt: t0, items: [pod({ ssh })] } }, status));
     assert.deepEqual(probe.action, { type: 'probeSsh', podId: 'p1', host: '127.0.0.1', port: 2222 });
   });
 
@@ -205,7 +155,7 @@ describe('decide: provisioning', () => {
     const status = readyStatus();
     assert.equal(status.phase, 'Running');
     assert.ok(status.conditions?.some((c) => c.type === 'PodReady' && c.status === 'True'));
-    const d = decide(observe({ now: at(72), pods: { listedAt: at(72), items: [pod({ ssh: { host: '127.0.0.1', port: 2222 } })] } }, status));
+    const d = decide(observe({ now: at(72), pods: { listedAt: at(72), items: [pod({ ssh })] } }, status));
     assert.equal(d.status.reason, 'PodReady');
     assert.equal(d.status.estimatedCostUsd, '0.01', '0.50 $/h for 72 s');
     assert.equal(d.status.pod?.costPerHour, '0.50');
@@ -213,7 +163,7 @@ describe('decide: provisioning', () => {
 
   test('a foreign host key (the image\'s own sshd): never trusted, waited out until readyTimeoutSeconds, then the next GPU type', () => {
     let status = createdStatus();
-    const listed = pod({ ssh: { host: '127.0.0.1', port: 2222 } });
+    const listed = pod({ ssh });
     applyProbeOutcome(observe({ now: at(10) }), status, { kind: 'untrusted', message: 'host key mismatch at 127.0.0.1:2222' });
     assert.equal(status.phase, 'Provisioning');
     assert.equal(status.reason, 'WaitingForSsh');
@@ -307,11 +257,7 @@ describe('decide: ending early', () => {
     assert.equal(vanished.status.reason, 'PodLost');
     assert.match(vanished.status.message!, /disappeared from Runpod before the run ended; the job started at \S+ and exited with code 0; no results were retrieved/);
     const ready = readyStatus();
-    const ssh = { host: '127.0.0.1', port: 2222 };
-    const lostState: PodState = {
-      runDirMissing: false, now: 0, bootstrap: { status: 'ok' }, watchdog: { status: 'ok' }, retrieved: false, keep: false, deleteFailed: null, logTail: '',
-      job: { status: 'lost', startedAt: 1_800_000_000, endedAt: null, exitCode: null, pid: null, cancelled: false },
-    };
+    const lostState = state({}, { status: 'lost', startedAt: 1_800_000_000 });
     const lost = decide(observe({ now: at(5), pods: { listedAt: at(5), items: [pod({ ssh })] }, podState: lostState }, ready));
     assert.equal(lost.status.reason, 'PodLost');
     assert.equal(lost.status.pod?.state, 'Deleting');
@@ -381,13 +327,7 @@ test('nextCandidate and podName', () => {
 });
 
 describe('decide: the job on a ready pod', () => {
-  const ssh = { host: '127.0.0.1', port: 2222 };
   const listed = (seconds = 5) => ({ now: at(seconds), pods: { listedAt: at(seconds), items: [pod({ ssh })] } });
-  const state = (over: Partial<PodState> = {}, job: Partial<PodState['job']> = {}): PodState => ({
-    runDirMissing: false, now: 0, bootstrap: { status: 'ok' }, watchdog: { status: 'ok' },
-    job: { status: 'none', startedAt: null, endedAt: null, exitCode: null, pid: null, cancelled: false, ...job },
-    retrieved: false, keep: false, deleteFailed: null, logTail: '', ...over,
-  });
 
   test('waits for the watchdog to prove it can delete the pod before starting the job', () => {
     const d = decide(observe({ ...listed(), podState: state({ watchdog: { status: 'pending' } }) }, readyStatus()));
@@ -518,13 +458,8 @@ describe('decide: a crash between the retrieved marker and the status write', ()
   // The controller committed verified results to its store and marked them retrieved on the pod, then
   // died before writing the status; the watchdog deleted the pod on the marker. Found by the chaos suite.
   const exited = (): RunpodRunStatus => {
-    const ssh = { host: '127.0.0.1', port: 2222 };
-    const state: PodState = {
-      runDirMissing: false, now: 0, bootstrap: { status: 'ok' }, watchdog: { status: 'ok' },
-      job: { status: 'exited', startedAt: 1_800_000_000, endedAt: 1_800_000_100, exitCode: 0, pid: null, cancelled: false },
-      retrieved: false, keep: false, deleteFailed: null, logTail: '',
-    };
-    return decide(observe({ now: at(5), pods: { listedAt: at(5), items: [pod({ ssh })] }, podState: state }, readyStatus())).status;
+    const exitedState = state({}, { status: 'exited', startedAt: 1_800_000_000, endedAt: 1_800_000_100, exitCode: 0 });
+    return decide(observe({ now: at(5), pods: { listedAt: at(5), items: [pod({ ssh })] }, podState: exitedState }, readyStatus())).status;
   };
   const gone = { now: at(60), pods: { listedAt: at(60), items: [] }, deletions: { p1: { notFoundLooks: 3 } } };
   const stored = { files: 3, bytes: 42, location: '/results/ns/r/uid-1', verifiedAt: at(20) };

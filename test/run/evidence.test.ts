@@ -2,49 +2,20 @@
 // list), what a list that shows it again does, and when a lost create may be sent again.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { parseSpec } from '../../src/api/runpodrun.ts';
 import type { RunpodRunStatus } from '../../src/api/status.ts';
-import { forgetContradictedLooks } from '../../src/run/act.ts';
-import { applyCreateOutcome, applyProbeOutcome, decide } from '../../src/run/decide.ts';
-import type { Deletion, Observation, PodView } from '../../src/run/model.ts';
+import { applyCreateOutcome, decide } from '../../src/run/decide.ts';
+import type { Deletion, Observation } from '../../src/run/model.ts';
+import { RunEvidence } from '../../src/run/run-evidence.ts';
+import * as fixture from './fixture.ts';
+import { at, pod } from './fixture.ts';
 
-const t0 = new Date('2026-12-01T12:00:00Z');
-const at = (seconds: number) => new Date(t0.getTime() + seconds * 1000);
+/** The runs here may live an hour (maxRuntimeSeconds 3600): the evidence, not the deadline, decides. */
+const spec = (extra: Record<string, unknown> = {}): fixture.ValidSpec => fixture.spec(extra, { maxRuntimeSeconds: 3600 });
 
-function spec(extra: Record<string, unknown> = {}) {
-  const verdict = parseSpec({
-    credentials: { secretName: 'runpod' }, image: 'img', gpu: { types: ['A', 'B'] },
-    job: { command: ['true'] }, limits: { maxRuntimeSeconds: 3600, readyTimeoutSeconds: 60 }, ...extra,
-  });
-  assert.ok(verdict.ok, JSON.stringify(verdict));
-  return verdict;
-}
-
-function observe(over: Partial<Observation> = {}, status: RunpodRunStatus = {}): Observation {
-  return {
-    now: t0,
-    run: { name: 'r', namespace: 'ns', uid: 'uid-1', generation: 1, deleting: false, hasFinalizer: true, skipCleanup: false },
-    spec: spec(), status, credentials: { found: true }, sshKeysReady: true,
-    pods: { listedAt: t0, items: [] }, deletions: {}, jobInputs: { ok: true }, retrievalFailures: 0,
-    settings: { ambiguousLookupMs: 10_000, deadlineMarginMs: 60_000, goneLooks: 3, pollIntervalMs: 5000 },
-    ...over,
-  };
-}
-
-const pod = (over: Partial<PodView> = {}): PodView =>
-  ({ id: 'p1', name: 'r-1', status: 'RUNNING', gpuType: 'A', gpuCount: 1, costPerHour: 0.5, createdAt: t0.toISOString(), ...over });
+const observe = (over: Partial<Observation> = {}, status: RunpodRunStatus = {}): Observation => fixture.observe({ spec: spec(), ...over }, status);
 
 /** A ready pod p1, listed once at 5 s. */
-function readyStatus(): RunpodRunStatus {
-  const obs = observe();
-  const first = decide(obs);
-  applyCreateOutcome(obs, first.status, 'r-1', { kind: 'created', pod: pod() });
-  const status = decide(observe({ now: at(5), pods: { listedAt: at(5), items: [pod()] } }, first.status)).status;
-  status.pod!.sshHost = '127.0.0.1';
-  status.pod!.sshPort = 2222;
-  applyProbeOutcome(observe({ now: at(5) }), status, { kind: 'ready' });
-  return status;
-}
+const readyStatus = (): RunpodRunStatus => fixture.readyStatus({ spec: spec(), listedAt: 5 });
 
 /** Observation at `seconds` with an empty list taken at `listedAt` (default: now) and the given evidence. */
 const unlisted = (status: RunpodRunStatus, seconds: number, deletion: Deletion | undefined, listedAt = seconds) =>
@@ -72,17 +43,20 @@ describe('a pod judged gone on its own', () => {
   });
 
   test('a list that shows the pod after a 404 wipes that 404: only looks in a row count', () => {
-    const deletions = new Map<string, Deletion>([['p1', { notFoundLooks: 2, lookedAt: at(110) }], ['p2', { notFoundLooks: 2, lookedAt: at(110) }]]);
+    const evidence = new RunEvidence();
+    evidence.recordDeletion('p1', { notFoundLooks: 2, lookedAt: at(110) });
+    evidence.recordDeletion('p2', { notFoundLooks: 2, lookedAt: at(110) });
     // A list that started before the last look proves nothing about it.
-    forgetContradictedLooks(deletions, ['p1'], at(109));
-    assert.equal(deletions.get('p1')?.notFoundLooks, 2);
-    forgetContradictedLooks(deletions, ['p1'], at(111));
-    assert.equal(deletions.get('p1'), undefined, 'listed after its last 404: the evidence restarts');
-    assert.equal(deletions.get('p2')?.notFoundLooks, 2, 'a pod the list does not show keeps its looks');
+    evidence.forgetContradictedLooks(['p1'], at(109));
+    assert.equal(evidence.deletions().p1?.notFoundLooks, 2);
+    evidence.forgetContradictedLooks(['p1'], at(111));
+    assert.equal(evidence.deletions().p1, undefined, 'listed after its last 404: the evidence restarts');
+    assert.equal(evidence.deletions().p2?.notFoundLooks, 2, 'a pod the list does not show keeps its looks');
     // A pod we deleted stays listed for a while (the list lags behind deletes): its evidence stays.
-    const deleted = new Map<string, Deletion>([['p3', { sentAt: at(100), notFoundLooks: 3, lookedAt: at(110) }]]);
-    forgetContradictedLooks(deleted, ['p3'], at(111));
-    assert.equal(deleted.get('p3')?.notFoundLooks, 3);
+    const deleted = new RunEvidence();
+    deleted.recordDeletion('p3', { sentAt: at(100), notFoundLooks: 3, lookedAt: at(110) });
+    deleted.forgetContradictedLooks(['p3'], at(111));
+    assert.equal(deleted.deletions().p3?.notFoundLooks, 3);
   });
 
   test('a pod judged gone that a later list shows again is deleted, never abandoned', () => {

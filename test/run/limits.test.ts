@@ -4,64 +4,23 @@
 // that lost its credentials mid-run keeps its phase and its guards.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { parseSpec, type RunpodRun } from '../../src/api/runpodrun.ts';
+import type { RunpodRun } from '../../src/api/runpodrun.ts';
 import type { RunpodRunStatus } from '../../src/api/status.ts';
 import { applyCreateOutcome, applyProbeOutcome, applyRetrievalOutcome, decide } from '../../src/run/decide.ts';
-import type { PodState } from '../../src/pod/index.ts';
 import type { Observation, PodView } from '../../src/run/model.ts';
 import { buildCreatePodRequest } from '../../src/run/pod-request.ts';
+import * as fixture from './fixture.ts';
+import { at, spec, ssh, state, t0, unixAt, type ValidSpec } from './fixture.ts';
 
-const t0 = new Date('2026-12-01T12:00:00Z');
-const at = (seconds: number) => new Date(t0.getTime() + seconds * 1000);
-const ssh = { host: '127.0.0.1', port: 2222 };
-
-function spec(extra: Record<string, unknown> = {}, limits: Record<string, unknown> = {}) {
-  const verdict = parseSpec({
-    credentials: { secretName: 'runpod' }, image: 'img', gpu: { types: ['A', 'B'] },
-    job: { command: ['true'] }, limits: { maxRuntimeSeconds: 600, readyTimeoutSeconds: 60, ...limits }, ...extra,
-  });
-  assert.ok(verdict.ok, JSON.stringify(verdict));
-  return verdict;
-}
-
-const pod = (over: Partial<PodView> = {}): PodView =>
-  ({ id: 'p1', name: 'r-1', status: 'RUNNING', gpuType: 'A', gpuCount: 1, costPerHour: 0.5, createdAt: t0.toISOString(), ssh, ...over });
+/** Pod p1, listed with its SSH endpoint. */
+const pod = (over: Partial<PodView> = {}): PodView => fixture.pod({ ssh, ...over });
 
 /** At `seconds`, with a list of that moment showing `items` (pod p1 by default). */
-function observe(seconds: number, status: RunpodRunStatus, over: Partial<Observation> = {}, items: PodView[] = [pod()]): Observation {
-  return {
-    now: at(seconds),
-    run: { name: 'r', namespace: 'ns', uid: 'uid-1', generation: 1, deleting: false, hasFinalizer: true, skipCleanup: false },
-    spec: spec(),
-    status,
-    credentials: { found: true },
-    sshKeysReady: true,
-    pods: { listedAt: at(seconds), items },
-    deletions: {},
-    jobInputs: { ok: true },
-    retrievalFailures: 0,
-    settings: { ambiguousLookupMs: 10_000, deadlineMarginMs: 60_000, goneLooks: 3, pollIntervalMs: 5000 },
-    ...over,
-  };
-}
-
-const state = (over: Partial<PodState> = {}, job: Partial<PodState['job']> = {}): PodState => ({
-  runDirMissing: false, now: 0, bootstrap: { status: 'ok' }, watchdog: { status: 'ok' },
-  job: { status: 'none', startedAt: null, endedAt: null, exitCode: null, pid: null, cancelled: false, ...job },
-  retrieved: false, keep: false, deleteFailed: null, logTail: '', ...over,
-});
-const unixAt = (seconds: number): number => Math.floor(at(seconds).getTime() / 1000);
+const observe = (seconds: number, status: RunpodRunStatus, over: Partial<Observation> = {}, items: PodView[] = [pod()]): Observation =>
+  fixture.observeAt(seconds, status, over, items);
 
 /** Pod p1 created at t0 on type A and ready (PodReady) at `readyAt`. */
-function readyStatus(readyAt = 2, specOver = spec()): RunpodRunStatus {
-  const obs = observe(0, {}, { spec: specOver }, []);
-  const first = decide(obs);
-  applyCreateOutcome(obs, first.status, 'r-1', { kind: 'created', pod: pod() });
-  first.status.pod!.sshHost = ssh.host;
-  first.status.pod!.sshPort = ssh.port;
-  applyProbeOutcome(observe(readyAt, first.status, { spec: specOver }), first.status, { kind: 'ready' });
-  return first.status;
-}
+const readyStatus = (readyAt = 2, specOver: ValidSpec = spec()): RunpodRunStatus => fixture.readyStatus({ readyAt, spec: specOver, pod: pod() });
 
 /** A run that ended Succeeded with its pod kept (keepPod), results verified at 100 s. */
 function keptAfterSuccess(): RunpodRunStatus {

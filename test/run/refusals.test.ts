@@ -3,32 +3,17 @@
 // creates and deletes (never a second create, never a pod judged gone on the list's word).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { parseSpec } from '../../src/api/runpodrun.ts';
 import type { RunpodRunStatus } from '../../src/api/status.ts';
 import { applyCreateOutcome, decide, type CreateOutcome } from '../../src/run/decide.ts';
 import type { Observation, PodView } from '../../src/run/model.ts';
+import * as fixture from './fixture.ts';
+import { at, t0 } from './fixture.ts';
 
-const t0 = new Date('2026-12-01T12:00:00Z');
-const at = (seconds: number) => new Date(t0.getTime() + seconds * 1000);
+/** The spec's limits (queueTimeoutSeconds 600) merged with `limits`. */
+const observe = (over: Partial<Observation> = {}, status: RunpodRunStatus = {}, limits: Record<string, unknown> = {}): Observation =>
+  fixture.observe({ spec: fixture.spec({}, { queueTimeoutSeconds: 600, ...limits }), ...over }, status);
 
-function observe(over: Partial<Observation> = {}, status: RunpodRunStatus = {}, limits: Record<string, unknown> = {}): Observation {
-  const spec = parseSpec({
-    credentials: { secretName: 'runpod' }, image: 'img', gpu: { types: ['A', 'B'] },
-    job: { command: ['true'] }, limits: { maxRuntimeSeconds: 600, readyTimeoutSeconds: 60, queueTimeoutSeconds: 600, ...limits },
-  });
-  assert.ok(spec.ok);
-  return {
-    now: t0,
-    run: { name: 'r', namespace: 'ns', uid: 'uid-1', generation: 1, deleting: false, hasFinalizer: true, skipCleanup: false },
-    spec, status, credentials: { found: true }, sshKeysReady: true,
-    pods: { listedAt: t0, items: [] }, deletions: {}, jobInputs: { ok: true }, retrievalFailures: 0,
-    settings: { ambiguousLookupMs: 10_000, deadlineMarginMs: 60_000, goneLooks: 3, pollIntervalMs: 5000 },
-    ...over,
-  };
-}
-
-const pod = (over: Partial<PodView> = {}): PodView =>
-  ({ id: 'p1', name: 'r-1', status: 'RUNNING', gpuType: 'A', gpuCount: 1, costPerHour: 0.69, createdAt: t0.toISOString(), ...over });
+const pod = (over: Partial<PodView> = {}): PodView => fixture.pod({ costPerHour: 0.69, ...over });
 
 /** decide's first create, answered with `outcome` (at `seconds`). */
 function refused(outcome: CreateOutcome, seconds = 0, limits: Record<string, unknown> = {}, over: Partial<Observation> = {}): RunpodRunStatus {

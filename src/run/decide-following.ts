@@ -1,0 +1,170 @@
+// Following a pod that exists: the deadline, readiness, the graces and the cost cap, then the job
+// as one SSH exec per poll reads it (verdicts, keepPod, start, cancel, retrieval).
+import { setCondition, conditionIs } from './conditions.ts';
+import type { RunpodRunStatus, Reason } from '../api/status.ts';
+import type { RunpodRunSpec } from '../api/spec.ts';
+import { whatIsKnown } from './pod-ended.ts';
+import { fail, phase, step, wait, type Context, type Step } from './decide-step.ts';
+import { formatUsd, updateCost } from './decide-cost.ts';
+import { podMissing, podStopped, watchdogCouldNotDelete } from './decide-pod-gone.ts';
+
+/**
+ * How long after readiness the controller waits for the bootstrap's and the watchdog's verdicts: the
+ * watchdog's probe takes at most 5 tries of 10 s, a period apart; past this (+ the margin) it is broken.
+ */
+const verdictBoundMs = 5 * 60_000;
+
+export function followPod(ctx: Context, spec: RunpodRunSpec): Step {
+  const { obs, status } = ctx;
+  const pod = status.pod!;
+  const now = obs.now.getTime();
+  const listed = obs.pods?.items.find((p) => p.id === pod.id);
+  const deadline = Date.parse(pod.deadline ?? '');
+
+  if (now > deadline + obs.settings.deadlineMarginMs) {
+    pod.state = 'Deleting';
+    return fail(ctx, 'DeadlineExceeded', `the pod outlived spec.limits.maxRuntimeSeconds (${spec.limits.maxRuntimeSeconds}s); deleted by the controller`);
+  }
+  if (!listed) return podMissing(ctx, deadline);
+  pod.state = listed.status;
+  pod.listedAt ??= obs.pods!.listedAt.toISOString();
+  // The create answer may lack the price (or say 0): the lists' word keeps the cost and the cap honest.
+  if (listed.costPerHour !== undefined && listed.costPerHour > 0 && pod.costPerHour !== formatUsd(listed.costPerHour)) {
+    pod.costPerHour = formatUsd(listed.costPerHour);
+    updateCost(ctx);
+  }
+  if (listed.status === 'EXITED' || listed.status === 'ERROR') return podStopped(ctx, listed.status, deadline);
+
+  if (!conditionIs(status, 'PodReady')) {
+    const age = now - Date.parse(pod.createdAt ?? obs.now.toISOString());
+    if (age > spec.limits.readyTimeoutSeconds * 1000) {
+      pod.state = 'Deleting';
+      const attempt = status.attempts?.find((a) => a.podId === pod.id);
+      if (attempt) {
+        attempt.outcome = 'NotReady';
+        attempt.message = `SSH did not answer with the pinned host key within ${spec.limits.readyTimeoutSeconds}s`;
+      }
+      phase(ctx, 'Provisioning', 'Provisioning', `pod ${pod.name} was not ready in time; deleting it before trying the next GPU type`);
+      return step({ type: 'none' });
+    }
+    if (!listed.ssh) {
+      phase(ctx, 'Provisioning', 'WaitingForSsh', `pod ${pod.name} is ${listed.status}; waiting for its SSH port`);
+      return wait(Math.min(obs.settings.pollIntervalMs, 5000));
+    }
+    pod.sshHost = listed.ssh.host;
+    pod.sshPort = listed.ssh.port;
+    phase(ctx, 'Provisioning', 'WaitingForSsh', `pod ${pod.name}: waiting for SSH with the pinned host key`);
+    return step({ type: 'probeSsh', podId: pod.id!, host: listed.ssh.host, port: listed.ssh.port }, 3000);
+  }
+
+  // Ports change when a pod resets: keep the endpoint current.
+  if (listed.ssh) {
+    pod.sshHost = listed.ssh.host;
+    pod.sshPort = listed.ssh.port;
+  }
+  const graceOver = gracePassed(ctx, spec);
+  if (graceOver) {
+    pod.state = 'Deleting';
+    return fail(ctx, ...graceOver);
+  }
+  const cap = spec.limits.maxCostUsd;
+  if (cap !== undefined && status.estimatedCostUsd !== undefined && Number(status.estimatedCostUsd) >= Number(cap)) {
+    pod.state = 'Deleting';
+    return fail(ctx, 'CostCapReached', `the estimated spend ${status.estimatedCostUsd} USD reached spec.limits.maxCostUsd (${cap}); deleted by the controller`);
+  }
+  return followJob(ctx, spec);
+}
+
+/** When PodReady became True (the bounds below count from it). */
+function readySince(status: RunpodRunStatus): number {
+  const ready = status.conditions?.find((c) => c.type === 'PodReady' && c.status === 'True');
+  return Date.parse(ready?.lastTransitionTime ?? '');
+}
+
+/**
+ * The watchdog's graces, enforced by the controller too (+ its margin), whether or not SSH answers: a
+ * pod whose watchdog is broken must not bill until the deadline. The boot grace counts from readiness
+ * (the watchdog starts just before), the retrieve grace from the job's recorded end; a kept pod is
+ * exempt from the retrieve grace (its deadline bounds it), as on the pod.
+ */
+function gracePassed(ctx: Context, spec: RunpodRunSpec): [Reason, string] | undefined {
+  const { obs, status } = ctx;
+  const now = obs.now.getTime();
+  const margin = obs.settings.deadlineMarginMs;
+  const name = status.pod?.name ?? '';
+  if (!status.job?.startedAt && now > readySince(status) + spec.limits.bootGraceSeconds * 1000 + margin) {
+    return ['BootTimeout', `no job started on pod ${name} within spec.limits.bootGraceSeconds (${spec.limits.bootGraceSeconds}s) of its readiness; deleted by the controller`];
+  }
+  const ended = Date.parse(status.job?.finishedAt ?? '');
+  if (!spec.keepPod && !status.results?.retrievedAt && now > ended + spec.limits.retrieveGraceSeconds * 1000 + margin) {
+    return ['ResultsUnverified', `the results of pod ${name} were not verified within spec.limits.retrieveGraceSeconds (${spec.limits.retrieveGraceSeconds}s) of the job's end; deleted by the controller`];
+  }
+  return undefined;
+}
+
+/** A ready pod: verdicts, keepPod, start, follow, cancel and retrieve, read from one SSH exec per poll. */
+function followJob(ctx: Context, spec: RunpodRunSpec): Step {
+  const { obs, status } = ctx;
+  const pod = status.pod!;
+  const state = obs.podState;
+  if (!state) return wait(Math.min(obs.settings.pollIntervalMs, 5000));
+  if (state.deleteFailed) return watchdogCouldNotDelete(ctx, state.deleteFailed);
+  const bootFailure = state.runDirMissing ? 'the bootstrap never created the run directory'
+    : state.bootstrap.status === 'failed' ? `the bootstrap failed: ${state.bootstrap.reason}`
+      : state.watchdog.status === 'failed' ? `its watchdog cannot delete it (${state.watchdog.reason}); the job is not started` : undefined;
+  if (bootFailure) {
+    pod.state = 'Deleting';
+    return fail(ctx, 'BootFailed', `pod ${pod.name}: ${bootFailure}`);
+  }
+  if (state.job.status === 'none' && (state.bootstrap.status === 'pending' || state.watchdog.status === 'pending')) {
+    if (obs.now.getTime() > readySince(status) + verdictBoundMs + obs.settings.deadlineMarginMs) {
+      pod.state = 'Deleting';
+      const missing = state.bootstrap.status === 'pending' ? 'the bootstrap' : 'its watchdog';
+      return fail(ctx, 'BootFailed', `pod ${pod.name}: no verdict from ${missing} within ${verdictBoundMs / 60_000} minutes of readiness (+ --deadline-margin); the job is not started and the pod is deleted`);
+    }
+    phase(ctx, 'Running', 'PodReady', `pod ${pod.name} is ready; waiting for its watchdog to prove it can delete the pod`);
+    return wait(1000);
+  }
+  if (state.keep !== spec.keepPod) return step({ type: 'setKeep', keep: spec.keepPod });
+
+  const job = (status.job ??= {});
+  if (state.job.startedAt !== null) job.startedAt ??= new Date(state.job.startedAt * 1000).toISOString();
+  if (job.startedAt) setCondition(status, 'JobStarted', 'True', 'JobStarted', `the job started on pod ${pod.name}`, obs.run.generation, obs.now);
+
+  switch (state.job.status) {
+    case 'none':
+      if (spec.cancel) { pod.state = 'Deleting'; return step({ type: 'none' }); }
+      if (spec.limits.maxCostUsd !== undefined && !(Number(pod.costPerHour ?? 0) > 0)) {
+        // A cap nobody can enforce is no cap: the job waits for a price, the boot grace bounds the wait.
+        phase(ctx, 'Running', 'PodReady', `pod ${pod.name} is ready, but Runpod has not reported its price: spec.limits.maxCostUsd (${spec.limits.maxCostUsd}) cannot be enforced, so the job is not started; the pod is deleted after spec.limits.bootGraceSeconds unless a price appears`);
+        return wait(obs.settings.pollIntervalMs);
+      }
+      phase(ctx, 'Running', 'PodReady', `pod ${pod.name} is ready; starting the job`);
+      return step({ type: 'startJob' });
+    case 'starting':
+    case 'running':
+      if (spec.cancel) return step({ type: 'cancelJob' }, 2000);
+      phase(ctx, 'Running', 'JobRunning', `the job is running on pod ${pod.name} (${pod.gpuType})`);
+      return wait(obs.settings.pollIntervalMs);
+    case 'lost':
+      pod.state = 'Deleting';
+      return fail(ctx, 'PodLost', `pod ${pod.name} restarted its container: the job's exit code is lost; ${whatIsKnown(status)}; the pod is deleted`);
+    case 'exited': {
+      job.exitCode = state.job.exitCode ?? undefined;
+      if (obs.status.job?.exitCode === undefined && job.exitCode !== 0) {
+        // The log is on the pod, which goes once the results are in: its end goes into an event now.
+        const tail = state.logTail.trimEnd().split('\n').slice(-10).join('\n');
+        ctx.events.push({ type: 'Warning', reason: 'JobFailed', note: `the job exited with code ${job.exitCode ?? 'unknown'}; last lines of its log:\n${tail}` });
+      }
+      if (state.job.endedAt !== null) job.finishedAt ??= new Date(state.job.endedAt * 1000).toISOString();
+      if (obs.retrievalFailures > 0) {
+        // The last attempt's findings stay the message: what was missing, different or refused is what the user acts on.
+        const found = status.reason === 'ResultsUnverified' ? status.message : undefined;
+        phase(ctx, 'Retrieving', 'ResultsUnverified', found ?? `the results could not be verified yet (try ${obs.retrievalFailures}); the pod stays for spec.limits.retrieveGraceSeconds`);
+        return step({ type: 'retrieveResults' }, Math.min(60_000, 2000 * 2 ** obs.retrievalFailures));
+      }
+      phase(ctx, 'Retrieving', 'Retrieving', `the job exited with code ${job.exitCode ?? 'unknown'}; retrieving and verifying its results`);
+      return step({ type: 'retrieveResults' });
+    }
+  }
+}
