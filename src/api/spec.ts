@@ -25,18 +25,20 @@ interface PathRule { ok: (value: string) => boolean; rule: string; message: stri
 const noDotDot: PathRule = {
   ok: (value) => !value.split('/').includes('..'), rule: "!self.split('/').exists(s, s == '..')", message: 'must not contain ".." segments',
 };
-// The pod's state directory (protocol.ts STATE_DIR) holds the watchdog's inputs (keep, retrieved) and
-// the job's secrets (job.env): nothing the user names may land in it or copy it out.
+// The pod's state (the watchdog's inputs keep and retrieved, the job's secrets in job.env) is on the
+// container's disk, outside the run directory (protocol.ts stateDirOf), and so is out of reach of every
+// path here: relative, no "..". The run directory's old state name .pod stays reserved, so a job's
+// files can never be mistaken for a pod's state by a pod of an earlier version.
 // Character classes, not backslashes: the pattern goes into a CEL string literal as it is.
 const inStateDir = '^([.]/|/)*[.]pod(/|$)';
 const outsideStateDir: PathRule = {
   ok: (value) => !new RegExp(inStateDir).test(value), rule: `!self.matches('${inStateDir}')`,
-  message: 'must not be in the pod\'s state directory .pod',
+  message: 'must not be in .pod (reserved: the pod\'s state directory of earlier versions)',
 };
 const isRunDir = '^([.](/+|$)|/+)*$';
 const belowRunDir: PathRule = {
   ok: (value) => !new RegExp(isRunDir).test(value), rule: `!self.matches('${isRunDir}')`,
-  message: 'must be below the run directory, not the run directory itself (it holds .pod)',
+  message: 'must be below the run directory, not the run directory itself (it holds the job\'s inputs, job.files among them)',
 };
 
 /** A path relative to the run directory: not absolute, no "..", so a pod cannot aim us outside it. */
@@ -87,7 +89,7 @@ const envVar = z.strictObject({
   });
 
 const jobFile = z.strictObject({
-  path: relativePath(outsideStateDir).meta({ description: 'Where the file is written, relative to the run directory (not in .pod).' }),
+  path: relativePath(outsideStateDir).meta({ description: 'Where the file is written, relative to the run directory (not in .pod, which is reserved).' }),
   configMapKeyRef: keySelector('ConfigMap').optional(),
   secretKeyRef: keySelector('Secret').optional(),
 }).refine((file) => (file.configMapKeyRef === undefined) !== (file.secretKeyRef === undefined),
@@ -157,7 +159,7 @@ const specShape = {
   }).meta({ description: 'What runs on the pod.' }),
   results: z.strictObject({
     path: relativePath(outsideStateDir, belowRunDir).default('output')
-      .meta({ description: 'Directory on the pod, below the run directory (neither it nor .pod), whose files are retrieved and verified.' }),
+      .meta({ description: 'Directory on the pod, below the run directory (neither it nor the reserved .pod), whose files are retrieved and verified.' }),
     maxBytes: byteSize.optional()
       .meta({ description: `A result set larger than this fails the run (ResultsTooLarge) without being retrieved; default ${DEFAULT_RESULTS_MAX_BYTES}.` }),
   }).default({ path: 'output' }).meta({ description: 'What is retrieved when the job ends.' }),

@@ -6,7 +6,7 @@
 # runs the watchdog (e.g. "sh"); the watchdog's text is RUNPOD_OPERATOR_WATCHDOG, base64 (the args'
 # stub already proved base64 works, by decoding this script).
 #
-# Steps: claim the state directory, check the image, install the pinned host key and the client's
+# Steps: make the state directory (on the container's disk), claim the run directory, check the image, install the pinned host key and the client's
 # authorized key, take port 22 from any sshd the image started, start ours, record the verdict, then
 # exec the watchdog (which becomes the container's main process). Any failure is recorded (a fixed
 # reason, never a secret) and the watchdog, exec'd with RUNPOD_OPERATOR_BOOT_FAILED set, deletes the
@@ -20,7 +20,9 @@ WATCHDOG=$(printf '%s' "${RUNPOD_OPERATOR_WATCHDOG:-}" | base64 -d 2>/dev/null) 
 # Neither script belongs in the job's env or sshd's (they are large and of no use there).
 unset RUNPOD_OPERATOR_BOOTSTRAP RUNPOD_OPERATOR_WATCHDOG
 RUN_DIR=${RUNPOD_OPERATOR_RUN_DIR:-/workspace/runpod-operator/run}
-POD=$RUN_DIR/.pod
+RUN_DIR=${RUN_DIR%/}
+CLAIM=$RUN_DIR.claim
+POD=${RUNPOD_OPERATOR_STATE_DIR:-/var/lib/runpod-operator/run}
 POD_ID=${RUNPOD_POD_ID:-unknown}
 SSH_ETC=/etc/ssh/runpod-operator
 HOST_KEY_FILE=$SSH_ETC/host_key
@@ -44,7 +46,8 @@ put() {
 become_watchdog() {
   unset RUNPOD_OPERATOR_HOST_KEY
   RUNPOD_OPERATOR_RUN_DIR=$RUN_DIR
-  export RUNPOD_OPERATOR_RUN_DIR
+  RUNPOD_OPERATOR_STATE_DIR=$POD
+  export RUNPOD_OPERATOR_RUN_DIR RUNPOD_OPERATOR_STATE_DIR
   if [ -z "$WATCHDOG" ]; then
     log 'FAILED: no watchdog was given; the pod cannot guard itself'
     put "$POD/watchdog" 'failed: no watchdog was given'
@@ -67,50 +70,63 @@ now() {
   date +%s 2>/dev/null
 }
 
-# 1. The state directory first: every later failure needs a place to be recorded. If the run
-# directory cannot be made, a pod-local one still carries the verdict and the watchdog's log.
-# The run directory is the run's own (named by its UID): runs sharing a network volume never meet.
-if ! mkdir -p "$RUN_DIR" 2>/dev/null; then
-  RUN_DIR=/tmp/runpod-operator-run
-  POD=$RUN_DIR/.pod
+# 1. The state directory first, on the container's own disk (never on /workspace, which may be a
+# network volume shared with other pods): every later failure needs a place to be recorded. If it
+# cannot be made, a pod-local one in /tmp still carries the verdict and the watchdog's log.
+if ! mkdir -p "$POD" 2>/dev/null; then
+  POD=/tmp/runpod-operator-state
   mkdir -p "$POD" 2>/dev/null
-  fail "cannot create the run directory ${RUNPOD_OPERATOR_RUN_DIR:-}"
+  fail "cannot create the state directory ${RUNPOD_OPERATOR_STATE_DIR:-}"
 fi
-# 2. The state belongs to this pod. State left by another pod (an earlier attempt of the run: a
-# network volume outlives pods) is removed, so an old verdict or marker is never read as this
-# pod's. The claim is exclusive: the state directory is made with a plain mkdir, which only one of
-# two pods booting at once can win; the loser leaves the winner's state alone. The same pod again
-# means the container restarted: its job died with the old container.
+chmod 700 "$POD" 2>/dev/null
+# The run directory (the job's working files and results) is the run's own, named by its UID: runs
+# sharing a network volume never meet.
+if ! mkdir -p "$RUN_DIR" 2>/dev/null; then
+  fail "cannot create the run directory $RUN_DIR"
+fi
+# 2. The claim on the run directory, beside it on the volume: "<pod id> <unix time>". Another pod's
+# claim (an earlier attempt of the run: a network volume outlives pods) is taken over; taking it is
+# exclusive (set -C), so of two pods booting at once only one wins and the loser fails its boot.
+# The same pod again means the container restarted: its job died with the old container.
 owner=''
+if [ -f "$CLAIM" ]; then
+  IFS= read -r owner <"$CLAIM" 2>/dev/null
+fi
+mine=''
 if [ -f "$POD/pod" ]; then
-  IFS= read -r owner <"$POD/pod" 2>/dev/null
+  IFS= read -r mine <"$POD/pod" 2>/dev/null
 fi
 if [ "${owner%% *}" != "$POD_ID" ]; then
-  if [ -e "$POD" ] && ! rm -rf "$POD" 2>/dev/null; then
-    fail 'cannot remove the state of an earlier pod'
+  if ! rm -f "$CLAIM" 2>/dev/null || ! (set -C && printf '%s\n' "$POD_ID $(now)" >"$CLAIM") 2>/dev/null; then
+    fail "the run directory $RUN_DIR was claimed by another pod at the same time"
   fi
-  if ! mkdir "$POD" 2>/dev/null; then
-    RUN_DIR=/tmp/runpod-operator-run
-    POD=$RUN_DIR/.pod
-    mkdir -p "$POD" 2>/dev/null
-    fail "the run directory ${RUNPOD_OPERATOR_RUN_DIR:-} was claimed by another pod at the same time"
-  fi
-  put "$POD/pod" "$POD_ID $(now)"
   if [ -n "$owner" ]; then
-    log "removed the state of pod ${owner%% *}"
+    log "took the run directory over from pod ${owner%% *}"
+  fi
+  # State under another pod's name (an image that ships one) is not this pod's.
+  if [ "${mine%% *}" != "$POD_ID" ]; then
+    rm -rf "$POD"/* 2>/dev/null
+    put "$POD/pod" "$POD_ID $(now)"
   fi
 else
   log 'the container restarted'
-  if [ -e "$POD/job.started" ] && [ ! -e "$POD/job.exit" ] && [ ! -e "$POD/job.lost" ]; then
+  if [ "${mine%% *}" != "$POD_ID" ]; then
+    # The state went with the container disk (Runpod wipes it on a restart): whether a job ran is
+    # unknown, so it counts as started and lost, and none starts again on this pod.
+    rm -rf "$POD"/* 2>/dev/null
+    put "$POD/pod" "$owner"
+    log 'the job died with the previous container (its state went with the container disk; no job starts again)'
+    put "$POD/job.started" "$(now)"
+    put "$POD/job.lost" "$(now)"
+  elif [ -e "$POD/job.started" ] && [ ! -e "$POD/job.exit" ] && [ ! -e "$POD/job.lost" ]; then
     log 'the job died with the previous container'
     put "$POD/job.lost" "$(now)"
   fi
 fi
-log "start: pod $POD_ID, run ${RUNPOD_OPERATOR_RUN:-?} attempt ${RUNPOD_OPERATOR_ATTEMPT:-?}, run directory $RUN_DIR"
+log "start: pod $POD_ID, run ${RUNPOD_OPERATOR_RUN:-?} attempt ${RUNPOD_OPERATOR_ATTEMPT:-?}, run directory $RUN_DIR, state directory $POD"
 if ! rm -f "$POD/bootstrap" "$POD/watchdog" 2>/dev/null; then
   fail 'cannot remove a stale verdict'
 fi
-chmod 700 "$POD" 2>/dev/null
 
 # 3. The image's requirements, all missing ones named at once.
 missing=''

@@ -7,7 +7,7 @@
 // session of its own too, so that a cancel signals the job's process group and never the supervisor.
 import { z } from 'zod';
 import { shellJoin, shellQuote } from '../ssh/shell.ts';
-import { DEFAULT_RUN_DIR, DELETE_RULES, POD_FILES, type DeleteRule } from './protocol.ts';
+import { DEFAULT_RUN_DIR, DEFAULT_STATE_DIR, DELETE_RULES, POD_FILES, type DeleteRule } from './protocol.ts';
 
 /** The shells the on-pod scripts are written for (all POSIX sh). */
 export const POD_SHELLS = ['sh', 'dash', 'bash --posix'] as const;
@@ -16,11 +16,14 @@ export type PodShell = (typeof POD_SHELLS)[number];
 const shellSchema = z.enum(POD_SHELLS).default('sh');
 
 /** An absolute path that cannot walk out of itself (quoted wherever it is used: any other byte is fine). */
-export const runDirSchema = z
+const absolutePath = z
   .string()
   .regex(/^\/[^\0\n\r]*$/, 'an absolute path on one line')
-  .refine((path) => !path.split('/').includes('..'), 'no .. components')
-  .default(DEFAULT_RUN_DIR);
+  .refine((path) => !path.split('/').includes('..'), 'no .. components');
+/** The run's directory on the pod (the job's working files and results). */
+export const runDirSchema = absolutePath.default(DEFAULT_RUN_DIR);
+/** The pod's state directory, on the container's own disk (stateDirOf). */
+export const stateDirSchema = absolutePath.default(DEFAULT_STATE_DIR);
 
 const envNameSchema = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name');
 const envValueSchema = z.string().refine((value) => !value.includes('\0'), 'no NUL bytes');
@@ -32,11 +35,11 @@ export const RETRIEVED_TAG = 'runpod-operator-retrieved';
 export const KEEP_TAG = 'runpod-operator-keep';
 export const ENV_TAG = 'runpod-operator-env';
 
-/** Relative to the run directory, which every command enters first. */
+/** Relative to the pod's state directory, which every command enters first. */
 const F = POD_FILES;
 
-function enterRunDir(runDir: string, tag: string): string {
-  return `cd ${shellQuote(runDir)} 2>/dev/null && [ -d .pod ] || { echo '${tag} failed no-run-directory'; exit 1; }`;
+function enterStateDir(stateDir: string, tag: string): string {
+  return `cd ${shellQuote(stateDir)} 2>/dev/null || { echo '${tag} failed no-state-directory'; exit 1; }`;
 }
 
 function writeAtomically(file: string, value: string): string {
@@ -44,7 +47,7 @@ function writeAtomically(file: string, value: string): string {
 }
 
 /**
- * The job's environment file (.pod/job.env): one `export NAME='value'` per variable. The controller
+ * The job's environment file (job.env in the state directory): one `export NAME='value'` per variable. The controller
  * writes it with mode 0600 (SFTP, or writeJobEnvCommand with this text on stdin), never on a
  * command line, and never logs it.
  */
@@ -55,17 +58,18 @@ export function jobEnvFile(env: Record<string, string> | readonly (readonly [str
     .join('');
 }
 
-/** Writes stdin to .pod/job.env (0600, atomically). Prints `runpod-operator-env ok`. */
-export function writeJobEnvCommand(options: { runDir?: string } = {}): string {
-  const runDir = runDirSchema.parse(options.runDir);
+/** Writes stdin to job.env in the state directory (0600, atomically). Prints `runpod-operator-env ok`. */
+export function writeJobEnvCommand(options: { stateDir?: string } = {}): string {
+  const stateDir = stateDirSchema.parse(options.stateDir);
   return [
-    enterRunDir(runDir, ENV_TAG),
+    enterStateDir(stateDir, ENV_TAG),
     `umask 077 && cat >${F.jobEnv}.tmp && chmod 600 ${F.jobEnv}.tmp && mv -f ${F.jobEnv}.tmp ${F.jobEnv} && echo '${ENV_TAG} ok'`,
   ].join('\n');
 }
 
 export const startJobOptionsSchema = z.strictObject({
   runDir: runDirSchema,
+  stateDir: stateDirSchema,
   /** Exec form, run in the run directory. */
   command: z.array(z.string().refine((arg) => !arg.includes('\0'), 'no NUL bytes')).min(1),
   shell: shellSchema,
@@ -73,12 +77,13 @@ export const startJobOptionsSchema = z.strictObject({
 export type StartJobOptions = z.input<typeof startJobOptionsSchema>;
 
 /**
- * Starts the job detached, at most once (.pod/job.started is created exclusively). Prints one of
+ * Starts the job detached, at most once (job.started is created exclusively). Prints one of
  * `runpod-operator-start started <unix>`, `... already-started`, `... cancelled` (a cancel came
- * first), `... failed <why>`. Returns at once: the job's output goes to .pod/job.log.
+ * first), `... failed <why>`. Returns at once: the job's output goes to job.log in the state directory;
+ * the job itself runs in the run directory.
  */
 export function startJobCommand(options: StartJobOptions): string {
-  const { runDir, command, shell } = startJobOptionsSchema.parse(options);
+  const { runDir, stateDir, command, shell } = startJobOptionsSchema.parse(options);
   // The job's own shell reads the image's env, then the job's, then execs the command: the
   // supervisor's env stays untouched, so a job PATH cannot hide mv or date from it.
   const jobShell = [
@@ -89,6 +94,8 @@ export function startJobCommand(options: StartJobOptions): string {
     // The job's secrets leave the disk once its shell holds them: no result set, later run or
     // shared volume can pick them up from there.
     `"$runpod_operator_rm" -f ./${F.jobEnv}; unset runpod_operator_rm`,
+    // The job works in the run directory; the state directory is not named to it anywhere.
+    `cd ${shellQuote(runDir)} || exit 126`,
     'exec "$@"',
   ].join('\n');
   const supervisor = [
@@ -102,7 +109,8 @@ export function startJobCommand(options: StartJobOptions): string {
     writeAtomically(F.jobExit, '"$code"'),
   ].join('\n');
   return [
-    enterRunDir(runDir, START_TAG),
+    enterStateDir(stateDir, START_TAG),
+    `[ -d ${shellQuote(runDir)} ] || { rm -f ${F.jobEnv}; echo '${START_TAG} failed no-run-directory'; exit 1; }`,
     `if [ -e ${F.jobCancelled} ]; then rm -f ${F.jobEnv}; echo '${START_TAG} cancelled'; exit 0; fi`,
     `if ! (set -C; : >${F.jobStarted}) 2>/dev/null; then rm -f ${F.jobEnv}; echo '${START_TAG} already-started'; exit 0; fi`,
     't=$(date +%s)',
@@ -124,7 +132,7 @@ export function parseStartOutput(stdout: string): StartResult {
 }
 
 export const cancelJobOptionsSchema = z.strictObject({
-  runDir: runDirSchema,
+  stateDir: stateDirSchema,
   /** Seconds between SIGTERM and SIGKILL to the job's process group. */
   graceSeconds: z.number().int().min(0).max(3600).default(10),
   shell: shellSchema,
@@ -138,7 +146,7 @@ export type CancelJobOptions = z.input<typeof cancelJobOptionsSchema>;
  * tells when it is over (the supervisor records the exit code, 143 or 137).
  */
 export function cancelJobCommand(options: CancelJobOptions = {}): string {
-  const { runDir, graceSeconds, shell } = cancelJobOptionsSchema.parse(options);
+  const { stateDir, graceSeconds, shell } = cancelJobOptionsSchema.parse(options);
   const note = (text: string): string => `echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) runpod-operator: ${text}"`;
   const canceller = [
     'g=$1',
@@ -156,7 +164,7 @@ export function cancelJobCommand(options: CancelJobOptions = {}): string {
     `if kill -0 -"$pid" 2>/dev/null; then ${note('cancel: SIGKILL to the job after $g s')}; kill -KILL -"$pid" 2>/dev/null; fi`,
   ].join('\n');
   return [
-    enterRunDir(runDir, CANCEL_TAG),
+    enterStateDir(stateDir, CANCEL_TAG),
     `if [ -e ${F.jobExit} ]; then echo '${CANCEL_TAG} ended'; exit 0; fi`,
     `if ! (set -C; : >${F.jobCancelled}) 2>/dev/null; then echo '${CANCEL_TAG} cancelling'; exit 0; fi`,
     `date +%s >${F.jobCancelled}`,
@@ -177,16 +185,16 @@ export function parseCancelOutput(stdout: string): CancelResult {
 }
 
 /** Writes the `retrieved` marker (only after a verified retrieval): the watchdog then deletes the pod. */
-export function markRetrievedCommand(options: { runDir?: string } = {}): string {
-  const runDir = runDirSchema.parse(options.runDir);
-  return [enterRunDir(runDir, RETRIEVED_TAG), `: >${F.retrieved} && echo '${RETRIEVED_TAG} ok'`].join('\n');
+export function markRetrievedCommand(options: { stateDir?: string } = {}): string {
+  const stateDir = stateDirSchema.parse(options.stateDir);
+  return [enterStateDir(stateDir, RETRIEVED_TAG), `: >${F.retrieved} && echo '${RETRIEVED_TAG} ok'`].join('\n');
 }
 
 /** Sets keepPod on the pod (spec.keepPod can change after the create). Prints `runpod-operator-keep <0|1>`. */
-export function setKeepCommand(options: { runDir?: string; keep: boolean }): string {
-  const runDir = runDirSchema.parse(options.runDir);
+export function setKeepCommand(options: { stateDir?: string; keep: boolean }): string {
+  const stateDir = stateDirSchema.parse(options.stateDir);
   const value = options.keep ? '1' : '0';
-  return [enterRunDir(runDir, KEEP_TAG), `${writeAtomically(F.keep, value)} && echo '${KEEP_TAG} ${value}'`].join('\n');
+  return [enterStateDir(stateDir, KEEP_TAG), `${writeAtomically(F.keep, value)} && echo '${KEEP_TAG} ${value}'`].join('\n');
 }
 
 /** Parses the one-word answer of writeJobEnvCommand, markRetrievedCommand or setKeepCommand. */
@@ -197,8 +205,8 @@ export function parseAck(stdout: string, tag: typeof ENV_TAG | typeof RETRIEVED_
 }
 
 export const stateOptionsSchema = z.strictObject({
-  runDir: runDirSchema,
-  /** Bytes of the end of .pod/job.log to return. */
+  stateDir: stateDirSchema,
+  /** Bytes of the end of job.log to return. */
   logTailBytes: z.number().int().min(0).max(1024 * 1024).default(4096),
 });
 export type PodStateOptions = z.input<typeof stateOptionsSchema>;
@@ -210,9 +218,9 @@ export type PodStateOptions = z.input<typeof stateOptionsSchema>;
  * (numbers or `-`; free text in base64). Read-only.
  */
 export function podStateCommand(options: PodStateOptions = {}): string {
-  const { runDir, logTailBytes } = stateOptionsSchema.parse(options);
+  const { stateDir, logTailBytes } = stateOptionsSchema.parse(options);
   return [
-    `cd ${shellQuote(runDir)} 2>/dev/null || { echo '${STATE_TAG} v=1 rundir=missing'; exit 0; }`,
+    `cd ${shellQuote(stateDir)} 2>/dev/null || { echo '${STATE_TAG} v=1 statedir=missing'; exit 0; }`,
     "b64() { if [ -f \"$1\" ]; then base64 <\"$1\" | tr -d '\\n'; else printf -; fi; }",
     "num() { v=''; if [ -f \"$1\" ]; then IFS= read -r v <\"$1\"; fi; case $v in '' | *[!0-9]*) printf - ;; *) printf '%s' \"$v\" ;; esac; }",
     "flag() { if [ -e \"$1\" ]; then printf 1; else printf 0; fi; }",
@@ -245,7 +253,7 @@ export interface DeleteFailure { rule: DeleteRule | 'unknown'; at: number | null
 export type Verdict = { status: 'pending' } | { status: 'ok' } | { status: 'failed'; reason: string };
 
 export interface PodState {
-  /** The run directory does not exist (not a pod of ours, or its bootstrap never got that far). */
+  /** The pod's state directory does not exist (not a pod of ours, or its bootstrap never got that far). */
   runDirMissing: boolean;
   /** The pod's clock (unix seconds). */
   now: number | null;
@@ -262,7 +270,7 @@ export interface PodState {
   retrieved: boolean;
   /** keepPod as last set on the pod; null = never set (the create env decides). */
   keep: boolean | null;
-  /** The watchdog's last failed delete (.pod/watchdog.delete): the controller must delete the pod. */
+  /** The watchdog's last failed delete (watchdog.delete): the controller must delete the pod. */
   deleteFailed: DeleteFailure | null;
   /** The end of the job's log (UTF-8, possibly cut mid-character at its start). */
   logTail: string;
@@ -298,7 +306,7 @@ export function parseVerdict(text: string | null): Verdict {
   return { status: 'failed', reason: `unrecognised verdict: ${JSON.stringify(line.slice(0, 200))}` };
 }
 
-/** "<rule> <unix> <detail>", as the watchdog writes .pod/watchdog.delete. */
+/** "<rule> <unix> <detail>", as the watchdog writes watchdog.delete. */
 export function parseDeleteFailure(text: string): DeleteFailure {
   const [rule = '', at = '', ...rest] = text.trim().split(' ');
   return {
@@ -320,7 +328,7 @@ export function parsePodState(stdout: string): PodState {
         return at < 0 ? [word, ''] : [word.slice(0, at), word.slice(at + 1)];
       }),
   );
-  if (fields.rundir === 'missing') {
+  if (fields.statedir === 'missing') {
     return {
       runDirMissing: true,
       now: null,

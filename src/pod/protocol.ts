@@ -11,63 +11,88 @@ export const RUNS_DIR = '/workspace/runpod-operator';
 
 /**
  * The run's own directory on the pod, named by the run's UID: a network volume at /workspace is
- * shared by runs (concurrent or later ones), and each must find only its own state, markers,
- * inputs and results there.
+ * shared by runs (concurrent or later ones), and each must find only its own inputs and results there.
+ * It holds only the job's working files and results; the pod's state is in stateDirOf().
  */
 export function runDirOf(runUid: string): string {
-  if (!/^[A-Za-z0-9._:-]{1,128}$/.test(runUid) || runUid === '.' || runUid === '..') throw new Error(`not a run UID: ${runUid}`);
-  return `${RUNS_DIR}/${runUid}`;
+  return `${RUNS_DIR}/${checkedUid(runUid)}`;
 }
 
-/** The pod's state directory, relative to the run directory. */
-export const STATE_DIR = '.pod';
+/**
+ * The pod's claim on its run directory, beside it on the volume (out of reach of the job's paths,
+ * which are relative to the run directory and never contain ".."): "<pod id> <unix time>". A later
+ * pod of the run takes it over; of two pods taking it at the same moment only one wins.
+ */
+export function claimOf(runDir: string): string {
+  return `${runDir.replace(/\/+$/, '')}.claim`;
+}
 
-/** Every protocol file, relative to the run directory. */
+/** Where the pod's state lives unless the create env says otherwise (RUNPOD_OPERATOR_STATE_DIR). */
+export const DEFAULT_STATE_DIR = '/var/lib/runpod-operator/run';
+
+/** The parent of the pod's state directory: on the container's own disk, never on /workspace. */
+export const STATES_DIR = '/var/lib/runpod-operator';
+
+/**
+ * The pod's own state (verdicts, the job's pid and exit code, the markers, the watchdog's inputs, the
+ * logs): on the container's disk, which no other pod mounts and which goes with the pod, so a later
+ * pod of the same run on a shared network volume never reads it, and it never reads theirs.
+ */
+export function stateDirOf(runUid: string): string {
+  return `${STATES_DIR}/${checkedUid(runUid)}`;
+}
+
+function checkedUid(runUid: string): string {
+  if (!/^[A-Za-z0-9._:-]{1,128}$/.test(runUid) || runUid === '.' || runUid === '..') throw new Error(`not a run UID: ${runUid}`);
+  return runUid;
+}
+
+/** Every protocol file, relative to the pod's state directory. */
 export const POD_FILES = {
-  /** "<pod id> <unix time of its first bootstrap>": whose state this is. Written by the bootstrap. */
-  owner: '.pod/pod',
+  /** "<pod id> <unix time of its first bootstrap>": whose state this is (the same line as its claim). Written by the bootstrap. */
+  owner: 'pod',
   /** Bootstrap verdict: "ok" or "failed: <reason>". Absent while the bootstrap runs. */
-  bootstrapVerdict: '.pod/bootstrap',
-  bootstrapLog: '.pod/bootstrap.log',
+  bootstrapVerdict: 'bootstrap',
+  bootstrapLog: 'bootstrap.log',
   /** Watchdog verdict: "ok" (its key can read its own pod) or "failed: <reason>". Absent while it probes. */
-  watchdogVerdict: '.pod/watchdog',
-  watchdogLog: '.pod/watchdog.log',
+  watchdogVerdict: 'watchdog',
+  watchdogLog: 'watchdog.log',
   /** The image's environment (PID 1's, less the secrets) as `export` lines, sourced before the job's. */
-  imageEnv: '.pod/image.env',
+  imageEnv: 'image.env',
   /** The job's environment as `export` lines (0600), written by the controller before the start. */
-  jobEnv: '.pod/job.env',
+  jobEnv: 'job.env',
   /** Unix time of the start; created exclusively, so a job starts at most once. */
-  jobStarted: '.pod/job.started',
+  jobStarted: 'job.started',
   /** Pid of the job's supervisor (records the exit code even when the controller is gone). */
-  jobSupervisor: '.pod/job.supervisor',
+  jobSupervisor: 'job.supervisor',
   /** Pid of the job = its session and process group id. */
-  jobPid: '.pod/job.pid',
+  jobPid: 'job.pid',
   /** Unix time the job ended (written just before job.exit). */
-  jobEnded: '.pod/job.ended',
+  jobEnded: 'job.ended',
   /** The job's exit code (128+N for signal N). Its presence means the job ended. */
-  jobExit: '.pod/job.exit',
+  jobExit: 'job.exit',
   /** Unix time the bootstrap found the job dead with an earlier container (no exit code exists). */
-  jobLost: '.pod/job.lost',
+  jobLost: 'job.lost',
   /** Unix time a cancel was asked (also blocks a later start). */
-  jobCancelled: '.pod/job.cancelled',
+  jobCancelled: 'job.cancelled',
   /** The job's stdout and stderr (and the supervisor's and canceller's notes). */
-  jobLog: '.pod/job.log',
+  jobLog: 'job.log',
   /** Marker: the controller retrieved and verified the results; the watchdog deletes the pod. */
-  retrieved: '.pod/retrieved',
+  retrieved: 'retrieved',
   /**
    * The watchdog could not delete the pod: "<rule> <unix time> <what each way answered>", rule one of
    * DELETE_RULES. The controller then deletes the pod itself at once.
    */
-  deleteFailed: '.pod/watchdog.delete',
+  deleteFailed: 'watchdog.delete',
   /** keepPod as the controller last set it: "0" = not kept, anything else = kept. Absent: the create env decides. */
-  keep: '.pod/keep',
+  keep: 'keep',
 } as const;
 
 export type PodFile = keyof typeof POD_FILES;
 
 /** The file's absolute path on the pod. */
-export function podPath(runDir: string, file: PodFile): string {
-  return posix.join(runDir, POD_FILES[file]);
+export function podPath(stateDir: string, file: PodFile): string {
+  return posix.join(stateDir, POD_FILES[file]);
 }
 
 /** The create call's env names. RUNPOD_OPERATOR_BOOT_FAILED is internal (bootstrap → watchdog). */
@@ -84,6 +109,8 @@ export const POD_ENV = {
   retrieveGrace: 'RUNPOD_OPERATOR_RETRIEVE_GRACE',
   keepPod: 'RUNPOD_OPERATOR_KEEP_POD',
   runDir: 'RUNPOD_OPERATOR_RUN_DIR',
+  /** The pod's state directory on the container's disk (stateDirOf). */
+  stateDir: 'RUNPOD_OPERATOR_STATE_DIR',
   hostKey: 'RUNPOD_OPERATOR_HOST_KEY',
   authorizedKey: 'RUNPOD_OPERATOR_AUTHORIZED_KEY',
   watchdogPeriod: 'RUNPOD_OPERATOR_WATCHDOG_PERIOD',
@@ -114,7 +141,7 @@ export const HTTP_CLIENTS = ['curl', 'python3', 'wget'] as const;
 /** Watchdog defaults (seconds) when the env leaves a setting out. */
 export const WATCHDOG_DEFAULTS = { periodSeconds: 10, bootGraceSeconds: 1800, retrieveGraceSeconds: 3600 } as const;
 
-/** Why the watchdog wanted the pod gone, as it records it in .pod/watchdog.delete. */
+/** Why the watchdog wanted the pod gone, as it records it in watchdog.delete. */
 export const DELETE_RULES = ['bootstrap', 'config', 'deadline', 'cost-cap', 'retrieved', 'retrieve-grace', 'boot-grace'] as const;
 export type DeleteRule = (typeof DELETE_RULES)[number];
 

@@ -4,8 +4,8 @@
 // a job secret: those reach the pod over SSH only.
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { POD_SHELLS, runDirSchema } from './job.ts';
-import { DEFAULT_RUN_DIR, POD_ENV, runDirOf } from './protocol.ts';
+import { POD_SHELLS, runDirSchema, stateDirSchema } from './job.ts';
+import { DEFAULT_STATE_DIR, POD_ENV, runDirOf, stateDirOf } from './protocol.ts';
 
 /** The scripts as they ship: comment lines, blank lines and indentation dropped. */
 export function minifyScript(text: string): string {
@@ -48,15 +48,15 @@ export type RenderArgsOptions = z.input<typeof renderArgsOptionsSchema>;
  *
  * Without base64 (or with the env mangled) nothing of ours can run, so the stub itself reports it
  * where it still can: a line on stdout (the pod's log in Runpod's console), the bootstrap verdict in
- * the run directory (read over SSH by nobody, since sshd never starts, but kept on a network volume
- * for a person), and it deletes the pod with the pod-scoped key through curl, again every 30 s until
+ * the state directory (read over SSH by nobody, since sshd never starts; for a person in the pod's
+ * console), and it deletes the pod with the pod-scoped key through curl, again every 30 s until
  * that works. It then keeps the container running rather than exiting: an exit would only
  * restart-loop. Without curl as well, the controller deletes the pod once SSH has not answered
  * within readyTimeoutSeconds.
  */
 export function renderPodArgs(options: RenderArgsOptions = {}): string {
   const { shell } = renderArgsOptionsSchema.parse(options);
-  const pod = `\${${POD_ENV.runDir}:-${DEFAULT_RUN_DIR}}/.pod`;
+  const pod = `\${${POD_ENV.stateDir}:-${DEFAULT_STATE_DIR}}`;
   const stub = [
     `b=$(printf %s "$${POD_ENV.bootstrap}"|base64 -d)&&exec ${shell} -c "$b" runpod-operator-bootstrap "${shell}"`,
     `r="the image lacks: base64";command -v base64 >/dev/null&&r="${POD_ENV.bootstrap} does not decode"`,
@@ -93,6 +93,8 @@ export const podEnvInputSchema = z.strictObject({
   keepPod: z.boolean().default(false),
   /** The run's directory on the pod; by default its own, named by its UID (runDirOf). */
   runDir: runDirSchema.unwrap().optional(),
+  /** The pod's state directory, on the container's disk; by default the run's (stateDirOf). */
+  stateDir: stateDirSchema.unwrap().optional(),
   /** The pod's pinned host key: the OpenSSH private key file's text. It travels base64-encoded. */
   hostPrivateKey: z.string().regex(/^-----BEGIN [A-Z ]*PRIVATE KEY-----\r?\n/, 'an OpenSSH private key'),
   /** The run's client public key, one OpenSSH line (no options). */
@@ -118,6 +120,7 @@ export function renderPodEnv(input: PodEnvInput): Record<string, string> {
     [POD_ENV.retrieveGrace]: String(v.retrieveGraceSeconds),
     [POD_ENV.keepPod]: v.keepPod ? '1' : '0',
     [POD_ENV.runDir]: v.runDir ?? runDirOf(v.runUid),
+    [POD_ENV.stateDir]: v.stateDir ?? stateDirOf(v.runUid),
     [POD_ENV.hostKey]: Buffer.from(v.hostPrivateKey, 'utf8').toString('base64'),
     [POD_ENV.authorizedKey]: v.authorizedKey,
     ...renderPodScriptsEnv(),

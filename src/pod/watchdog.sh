@@ -4,7 +4,7 @@
 # POSIX sh (tested under dash and bash --posix). The bootstrap execs it, so it is the container's
 # main process: it must never exit while the pod should live (Runpod restarts a container whose main
 # process ends, and keeps billing). It deletes its own pod with the pod-scoped RUNPOD_API_KEY that
-# Runpod injects, and logs every decision to .pod/watchdog.log and stdout (Runpod's pod logs).
+# Runpod injects, and logs every decision to watchdog.log in its state directory and stdout (Runpod's pod logs).
 # The file protocol it shares with the controller is in protocol.md.
 #
 # No set -e: a failing command must not end the guard. Every number is checked before arithmetic,
@@ -14,7 +14,8 @@ set -u
 umask 077
 
 RUN_DIR=${RUNPOD_OPERATOR_RUN_DIR:-/workspace/runpod-operator/run}
-POD=$RUN_DIR/.pod
+# Its state and inputs: on the container's own disk, never on a volume another pod may mount.
+POD=${RUNPOD_OPERATOR_STATE_DIR:-/var/lib/runpod-operator/run}
 API=${RUNPOD_OPERATOR_API_URL:-https://api.runpod.io/v2}
 API=${API%/}
 POD_ID=${RUNPOD_POD_ID:-}
@@ -259,7 +260,7 @@ refused() {
 
 # Deletes the pod for rule $1 (reason $2): DELETE, else the terminate action. When the key may do
 # neither (API-NOTES: "delete permission varies by deployment"), stop: the GPUs are released, only
-# the disk bills. A delete that failed is recorded in .pod/watchdog.delete ("<rule> <unix> <why>"),
+# the disk bills. A delete that failed is recorded in watchdog.delete ("<rule> <unix> <why>"),
 # which the controller reads to delete the pod itself at once. Transient failures are retried every
 # period, refusals every 30 s; nothing waits on a delete that cannot happen.
 delete_pod() {
@@ -320,7 +321,7 @@ delete_pod() {
   return 1
 }
 
-# keep: .pod/keep decides when present ("0" = not kept, anything else = kept), else the create env.
+# keep: the keep file decides when present ("0" = not kept, anything else = kept), else the create env.
 kept() {
   if [ -f "$POD/keep" ]; then
     k=''
@@ -378,7 +379,7 @@ decide() {
     REASON="the bootstrap failed: $BOOT_FAILED"
     return
   fi
-  # Once seen, a job exists even if a careless job removes .pod/ afterwards.
+  # Once seen, a job exists even if a careless job removes the state afterwards.
   job=$SEEN_JOB
   [ -e "$POD/job.started" ] && job=1
   if [ "$DEADLINE_BAD" = 1 ]; then
@@ -401,7 +402,7 @@ decide() {
     REASON="the cost cap was reached (spent about \$$(spent) at \$$COST/h, cap \$$MAX_COST)"
     return
   fi
-  # keepPod (and .pod/keep, which the job can write too) exempts only from what follows the job's
+  # keepPod (and the keep file, which a job running as root can write too) exempts only from what follows the job's
   # end: the deadline and the cost cap above are absolute, and come only from the create env.
   if [ "$job" = 1 ] && kept; then
     return
@@ -465,7 +466,7 @@ COST_BAD=0
 if [ -n "$MAX_COST" ] && ! is_decimal "$MAX_COST"; then COST_BAD=1; fi
 { mkdir -p "$POD"; } 2>/dev/null
 
-log "start: pod ${POD_ID:-?} http=${HTTP:-none} run_dir=$RUN_DIR deadline=${DEADLINE:-none} max_cost_usd=${MAX_COST:-none} boot_grace=$BOOT_GRACE retrieve_grace=$RETRIEVE_GRACE keep=$KEEP_ENV period=$PERIOD api=$API"
+log "start: pod ${POD_ID:-?} http=${HTTP:-none} run_dir=$RUN_DIR state_dir=$POD deadline=${DEADLINE:-none} max_cost_usd=${MAX_COST:-none} boot_grace=$BOOT_GRACE retrieve_grace=$RETRIEVE_GRACE keep=$KEEP_ENV period=$PERIOD api=$API"
 
 if [ -n "$BOOT_FAILED" ]; then
   VERDICT="failed: the bootstrap failed: $BOOT_FAILED"
@@ -476,8 +477,8 @@ put "$POD/watchdog" "$VERDICT"
 log "verdict: $VERDICT"
 if [ "$VERDICT" = ok ]; then
   if [ -z "$CREATED" ]; then
-    # The API's createdAt was unreadable: the first bootstrap of this pod (.pod/pod) is the next best
-    # start, else this watchdog's. The job can write .pod/pod too (before a container restart): it may
+    # The API's createdAt was unreadable: the first bootstrap of this pod (its pod file) is the next best
+    # start, else this watchdog's. A job running as root can write that file too (before a container restart): it may
     # make the pod look older (costlier), never younger than this watchdog's own start.
     CREATED=$START
     p=''

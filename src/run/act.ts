@@ -4,7 +4,7 @@ import type { RunpodRun } from '../api/runpodrun.ts';
 import type { RunpodRunSpec } from '../api/spec.ts';
 import type { RunpodRunStatus } from '../api/status.ts';
 import { registerSecret } from '../log.ts';
-import { runDirOf } from '../pod/index.ts';
+import { runDirOf, stateDirOf } from '../pod/index.ts';
 import { isRunpodError, podPricePerHour, rankGpuTypes, type Pod, type RunpodClient } from '../runpod/index.ts';
 import { connectPinned, generateRunKeys, HostKeyMismatchError, isNotReadyYet, protectPrivateKey, type SshConnection } from '../ssh/index.ts';
 import { applyCreateOutcome, applyProbeOutcome, applyRetrievalOutcome, type CreateOutcome, type ProbeOutcome } from './decide.ts';
@@ -76,15 +76,15 @@ export async function act(action: Action, ctx: ActContext): Promise<RunpodRunSta
       await lookForGonePod(ctx, action.podId);
       return undefined;
     case 'setKeep':
-      await setKeep(requireSsh(ctx), runDirOf(ctx.run.metadata.uid), action.keep);
+      await setKeep(requireSsh(ctx), stateDirOf(ctx.run.metadata.uid), action.keep);
       return undefined;
     case 'startJob': {
       if (!ctx.jobInputs) throw new Error('the job\'s env and files could not all be read from the namespace');
-      await startJob(requireSsh(ctx), runDirOf(ctx.run.metadata.uid), requireAccount(ctx).spec, ctx.jobInputs);
+      await startJob(requireSsh(ctx), { runDir: runDirOf(ctx.run.metadata.uid), stateDir: stateDirOf(ctx.run.metadata.uid) }, requireAccount(ctx).spec, ctx.jobInputs);
       return undefined;
     }
     case 'cancelJob':
-      await cancelJob(requireSsh(ctx), runDirOf(ctx.run.metadata.uid));
+      await cancelJob(requireSsh(ctx), stateDirOf(ctx.run.metadata.uid));
       return undefined;
     case 'retrieveResults':
       return retrieve(ctx);
@@ -93,7 +93,7 @@ export async function act(action: Action, ctx: ActContext): Promise<RunpodRunSta
 
 async function retrieve(ctx: ActContext): Promise<RunpodRunStatus> {
   const uid = ctx.run.metadata.uid;
-  const outcome = await retrieveResults(requireSsh(ctx), runDirOf(uid), requireAccount(ctx).spec, ctx.resultLocation, {
+  const outcome = await retrieveResults(requireSsh(ctx), { runDir: runDirOf(uid), stateDir: stateDirOf(uid) }, requireAccount(ctx).spec, ctx.resultLocation, {
     ...(ctx.signal ? { signal: ctx.signal } : {}), ...(ctx.progress ? { onProgress: ctx.progress } : {}),
   });
   if (outcome.kind === 'verified') {

@@ -109,7 +109,7 @@ function followJob(ctx: Context, spec: RunpodRunSpec): Step {
   const state = obs.podState;
   if (!state) return wait(Math.min(obs.settings.pollIntervalMs, 5000));
   if (state.deleteFailed) return watchdogCouldNotDelete(ctx, state.deleteFailed);
-  const bootFailure = state.runDirMissing ? 'the bootstrap never created the run directory'
+  const bootFailure = state.runDirMissing ? 'the bootstrap never created the state directory'
     : state.bootstrap.status === 'failed' ? `the bootstrap failed: ${state.bootstrap.reason}`
       : state.watchdog.status === 'failed' ? `its watchdog cannot delete it (${state.watchdog.reason}); the job is not started` : undefined;
   if (bootFailure) {

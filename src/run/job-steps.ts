@@ -1,6 +1,7 @@
 // The job's steps on a ready pod, each over the reconcile's one SSH connection: read the pod's
-// state, set keepPod, start the job, cancel it, retrieve and verify its results. `runDir` is the
-// run's own directory on the pod (runDirOf: per run UID, so runs sharing a network volume never meet).
+// state, set keepPod, start the job, cancel it, retrieve and verify its results. `dirs` are the run's
+// own directory on the pod (runDirOf: per run UID, so runs sharing a network volume never meet) and
+// the pod's state directory on its container disk (stateDirOf: never on a volume another pod mounts).
 import { join, posix } from 'node:path';
 import { DEFAULT_RESULTS_MAX_BYTES, byteSizeValue, type RunpodRunSpec } from '../api/spec.ts';
 import {
@@ -15,30 +16,33 @@ import type { JobInputs } from './job-inputs.ts';
 
 const commandTimeout = { timeoutMs: 30_000 };
 
-export async function readPodState(ssh: SshConnection, runDir: string, signal?: AbortSignal): Promise<PodState> {
-  const result = await execChecked(ssh, podStateCommand({ runDir }), 'reading the pod state', { ...commandTimeout, ...(signal ? { signal } : {}) });
+/** Where a run lives on its pod. */
+export interface PodDirs { runDir: string; stateDir: string }
+
+export async function readPodState(ssh: SshConnection, stateDir: string, signal?: AbortSignal): Promise<PodState> {
+  const result = await execChecked(ssh, podStateCommand({ stateDir }), 'reading the pod state', { ...commandTimeout, ...(signal ? { signal } : {}) });
   return parsePodState(result.stdout.toString('utf8'));
 }
 
-export async function setKeep(ssh: SshConnection, runDir: string, keep: boolean): Promise<void> {
-  const result = await execChecked(ssh, setKeepCommand({ runDir, keep }), 'setting keepPod on the pod', commandTimeout);
+export async function setKeep(ssh: SshConnection, stateDir: string, keep: boolean): Promise<void> {
+  const result = await execChecked(ssh, setKeepCommand({ stateDir, keep }), 'setting keepPod on the pod', commandTimeout);
   parseAck(result.stdout.toString('utf8'), KEEP_TAG);
 }
 
 /** Files first, then the env (0600, over stdin: never on a command line), then the detached start. */
-export async function startJob(ssh: SshConnection, runDir: string, spec: RunpodRunSpec, inputs: JobInputs): Promise<void> {
+export async function startJob(ssh: SshConnection, { runDir, stateDir }: PodDirs, spec: RunpodRunSpec, inputs: JobInputs): Promise<void> {
   for (const file of inputs.files) {
     await uploadFile(ssh, posix.join(runDir, file.path), file.content, file.secret ? 0o600 : 0o644);
   }
-  const env = await execChecked(ssh, writeJobEnvCommand({ runDir }), 'writing the job env', { ...commandTimeout, stdin: jobEnvFile(inputs.env) });
+  const env = await execChecked(ssh, writeJobEnvCommand({ stateDir }), 'writing the job env', { ...commandTimeout, stdin: jobEnvFile(inputs.env) });
   parseAck(env.stdout.toString('utf8'), ENV_TAG);
-  const started = await execChecked(ssh, startJobCommand({ runDir, command: spec.job.command }), 'starting the job', commandTimeout);
+  const started = await execChecked(ssh, startJobCommand({ runDir, stateDir, command: spec.job.command }), 'starting the job', commandTimeout);
   const outcome = parseStartOutput(started.stdout.toString('utf8'));
   if (outcome.outcome === 'failed') throw new Error(`the job could not be started: ${outcome.reason}`);
 }
 
-export async function cancelJob(ssh: SshConnection, runDir: string): Promise<void> {
-  const result = await execChecked(ssh, cancelJobCommand({ runDir, graceSeconds: 10 }), 'cancelling the job', commandTimeout);
+export async function cancelJob(ssh: SshConnection, stateDir: string): Promise<void> {
+  const result = await execChecked(ssh, cancelJobCommand({ stateDir, graceSeconds: 10 }), 'cancelling the job', commandTimeout);
   parseCancelOutput(result.stdout.toString('utf8'));
 }
 
@@ -53,7 +57,7 @@ export interface RetrieveStepOptions {
  * Streams the results directory and the job log into a staging directory, checks every file against
  * the pod's SHA-256 manifest, and only then moves it into place and writes the `retrieved` marker.
  */
-export async function retrieveResults(ssh: SshConnection, runDir: string, spec: RunpodRunSpec, location: string, options: RetrieveStepOptions = {}): Promise<RetrievalOutcome> {
+export async function retrieveResults(ssh: SshConnection, { runDir, stateDir }: PodDirs, spec: RunpodRunSpec, location: string, options: RetrieveStepOptions = {}): Promise<RetrievalOutcome> {
   const remoteDir = posix.join(runDir, spec.results.path);
   const signal = options.signal ? { signal: options.signal } : {};
   // A job that wrote no results has an empty, verifiable result.
@@ -76,9 +80,9 @@ export async function retrieveResults(ssh: SshConnection, runDir: string, spec: 
       await discardStaging(staging);
       return { kind: 'unverified', message };
     }
-    await downloadJobLog(ssh, runDir, join(staging, jobLogName));
+    await downloadJobLog(ssh, stateDir, join(staging, jobLogName));
     await commitResults(staging, location);
-    const marked = await execChecked(ssh, markRetrievedCommand({ runDir }), 'marking the results retrieved', commandTimeout);
+    const marked = await execChecked(ssh, markRetrievedCommand({ stateDir }), 'marking the results retrieved', commandTimeout);
     parseAck(marked.stdout.toString('utf8'), RETRIEVED_TAG);
     return { kind: 'verified', files: retrieved.files, bytes: retrieved.bytes, location, verifiedAt: new Date() };
   } catch (error) {
@@ -87,8 +91,8 @@ export async function retrieveResults(ssh: SshConnection, runDir: string, spec: 
   }
 }
 
-async function downloadJobLog(ssh: SshConnection, runDir: string, localPath: string): Promise<void> {
-  const remote = podPath(runDir, 'jobLog');
+async function downloadJobLog(ssh: SshConnection, stateDir: string, localPath: string): Promise<void> {
+  const remote = podPath(stateDir, 'jobLog');
   const hash = await exec(ssh, `sha256sum < ${shellQuote(remote)}`, commandTimeout);
   const expectedSha256 = hash.code === 0 ? hash.stdout.toString('utf8').slice(0, 64) : undefined;
   if (expectedSha256) await downloadFile(ssh, remote, localPath, { expectedSha256 });

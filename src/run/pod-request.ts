@@ -3,7 +3,7 @@
 import type { RunpodRun } from '../api/runpodrun.ts';
 import type { RunpodRunSpec } from '../api/spec.ts';
 import { renderPodArgs, renderPodEnv } from '../pod/render.ts';
-import { runDirOf } from '../pod/protocol.ts';
+import { runDirOf, stateDirOf } from '../pod/protocol.ts';
 import type { CreatePodRequest } from '../runpod/index.ts';
 import type { SshSecret } from './run-api.ts';
 
@@ -55,6 +55,7 @@ export function buildCreatePodRequest(input: PodRequestInput): CreatePodRequest 
       retrieveGraceSeconds: spec.limits.retrieveGraceSeconds,
       keepPod: spec.keepPod,
       runDir: runDirOf(input.run.metadata.uid),
+      stateDir: stateDirOf(input.run.metadata.uid),
       hostPrivateKey: input.sshKeys.hostPrivateKey,
       authorizedKey: input.sshKeys.clientPublicKey,
       watchdogPeriodSeconds: Math.round(input.watchdogPeriodMs / 1000),

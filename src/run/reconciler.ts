@@ -11,7 +11,7 @@ import { connectPinned, HostKeyMismatchError, type SshConnection } from '../ssh/
 import { conditionIs, isTerminal } from './conditions.ts';
 import { resolveJobInputs, type JobInputsVerdict } from './job-inputs.ts';
 import { readPodState } from './job-steps.ts';
-import { runDirOf } from '../pod/index.ts';
+import { stateDirOf } from '../pod/index.ts';
 import { splitKey } from '../kube/keys.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import type { Accounts } from './accounts.ts';
@@ -129,7 +129,7 @@ export class RunReconciler {
       ? await resolveJobInputs(this.runs, namespace, spec.job)
       : { ok: true, inputs: { env: {}, files: [] } };
     const ssh = await this.#connectIfReady(run, status, sshKeys, call.signal);
-    const podState = ssh ? await readPodState(ssh, runDirOf(uid), call.signal).catch((error: unknown) => this.#unreadable(run, error)) : undefined;
+    const podState = ssh ? await readPodState(ssh, stateDirOf(uid), call.signal).catch((error: unknown) => this.#unreadable(run, error)) : undefined;
     const now = this.#options.now?.() ?? new Date();
     const location = resultLocation(this.#options.resultsDir, namespace, run.metadata.name, uid);
     const storedResults = status.job?.finishedAt && !status.results?.retrievedAt && !isTerminal(status.phase)

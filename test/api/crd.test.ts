@@ -53,13 +53,13 @@ const invalid: { name: string; field: string; mutate: (spec: Spec) => void }[] =
   { name: 'job.files with two sources', field: 'spec.job.files[0]', mutate: (s) => { s.job.files[0].secretKeyRef = { name: 'x', key: 'y' }; } },
   { name: 'absolute results.path', field: 'spec.results.path', mutate: (s) => { s.results = { path: '/root' }; } },
   { name: '".." in results.path', field: 'spec.results.path', mutate: (s) => { s.results = { path: '..' }; } },
-  // The pod's state directory (.pod) is the watchdog's input and holds job.env: the job's inputs and results stay out of it.
+  // .pod is reserved (the pod's state directory of earlier versions; the state is now on the container's disk).
   { name: 'job.files into the state directory', field: 'spec.job.files[0].path', mutate: (s) => { s.job.files[0].path = '.pod/retrieved'; } },
   { name: 'job.files into the state directory via ./', field: 'spec.job.files[0].path', mutate: (s) => { s.job.files[0].path = './/.pod/keep'; } },
   { name: 'job.files as the state directory itself', field: 'spec.job.files[0].path', mutate: (s) => { s.job.files[0].path = '.pod'; } },
   { name: 'results.path is the state directory', field: 'spec.results.path', mutate: (s) => { s.results = { path: '.pod' }; } },
   { name: 'results.path inside the state directory', field: 'spec.results.path', mutate: (s) => { s.results = { path: './.pod/x' }; } },
-  { name: 'results.path is the run directory (holds .pod)', field: 'spec.results.path', mutate: (s) => { s.results = { path: '.' }; } },
+  { name: 'results.path is the run directory (holds the job\'s inputs)', field: 'spec.results.path', mutate: (s) => { s.results = { path: '.' }; } },
   { name: 'results.path is the run directory, spelled ./.', field: 'spec.results.path', mutate: (s) => { s.results = { path: './.' }; } },
   { name: 'malformed results.maxBytes', field: 'spec.results.maxBytes', mutate: (s) => { s.results = { maxBytes: '100GB' }; } },
   { name: 'bad env var name', field: 'spec.job.env[0].name', mutate: (s) => { s.job.env[0].name = '1BAD-NAME'; } },

@@ -4,7 +4,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DEFAULT_RUN_DIR, podPath } from '../../src/pod/index.ts';
+import { podPath } from '../../src/pod/index.ts';
 import { simPods } from '../runpod-sim/client.ts';
 import type { ControllerProcess } from './controller.ts';
 import type { Answer, Exchange, Handler } from './proxy.ts';
@@ -137,7 +137,7 @@ export class Killer {
     return undefined;
   }
 
-  /** The pod has .pod/retrieved (read through /proc/<pid>/root of one of its processes) and the status does not say retrieved. */
+  /** The pod has its retrieved marker (read through /proc/<pid>/root of one of its processes) and the status does not say retrieved. */
   async #watchMarker(until: number): Promise<{ run: string; detail: string } | undefined> {
     let candidates: { run: string; uid: string; marker: string }[] = [];
     let refreshedAt = 0;
@@ -172,11 +172,13 @@ export class Killer {
       const uid = pod.env.RUNPOD_OPERATOR_RUN;
       const run = uid ? wanted.get(uid) : undefined;
       if (!uid || !run || pod.deletedAt !== null) continue;
-      // Any process of the pod sees its /workspace; the container's own see the run directory.
+      // The state directory is on the container's disk: only the container's own processes see it.
+      const stateDir = pod.env.RUNPOD_OPERATOR_STATE_DIR;
+      if (!stateDir) continue;
       for (const proc of pod.processes) {
         const root = `/proc/${proc.pid}/root`;
-        if (existsSync(join(root, DEFAULT_RUN_DIR))) {
-          out.push({ run, uid, marker: join(root, podPath(DEFAULT_RUN_DIR, 'retrieved')) });
+        if (existsSync(join(root, stateDir))) {
+          out.push({ run, uid, marker: join(root, podPath(stateDir, 'retrieved')) });
           break;
         }
       }

@@ -48,6 +48,7 @@ async function boot(shell: (typeof SHELLS)[number], lacking: string[]): Promise<
   const root = mkdtempSync(join(tmpdir(), 'rpo-boot-'));
   roots.push(root);
   const runDir = join(root, 'run');
+  const stateDir = join(root, 'state');
   const bin = await pathWithout(root, lacking);
   const port = await freePort();
   const env = {
@@ -57,6 +58,7 @@ async function boot(shell: (typeof SHELLS)[number], lacking: string[]): Promise<
     RUNPOD_API_KEY: FAKE_POD_KEY,
     RUNPOD_OPERATOR_API_URL: `http://127.0.0.1:${port}/v2`,
     RUNPOD_OPERATOR_RUN_DIR: runDir,
+    RUNPOD_OPERATOR_STATE_DIR: stateDir,
     RUNPOD_OPERATOR_WATCHDOG_PERIOD: '1',
     RUNPOD_OPERATOR_DEADLINE: String(Math.floor(Date.now() / 1000) + 3600),
     RUNPOD_OPERATOR_HOST_KEY: 'not used: the check fails first',
@@ -74,7 +76,7 @@ async function boot(shell: (typeof SHELLS)[number], lacking: string[]): Promise<
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   return {
-    pod: join(runDir, '.pod'),
+    pod: stateDir,
     output: () => output,
     kill: () => {
       if (child.pid === undefined) return;

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PodShell } from '../../src/pod/job.ts';
-import { DEFAULT_RUN_DIR } from '../../src/pod/protocol.ts';
+import { DEFAULT_RUN_DIR, DEFAULT_STATE_DIR } from '../../src/pod/protocol.ts';
 import { renderPodArgs, renderPodEnv, type PodEnvInput } from '../../src/pod/render.ts';
 import { assertNoLeaks, simPodLogs, simPods, type SimPod } from '../runpod-sim/client.ts';
 import type { RunningSimulator } from '../runpod-sim/server.ts';
@@ -156,8 +156,10 @@ export function podEnvInput(sim: RunningSimulator, keys: Keys, input: Partial<Po
     hostPrivateKey: keys.hostPrivate,
     authorizedKey: keys.clientPublic,
     watchdogPeriodSeconds: 1,
-    // The pod commands' default, so that tests need not name it; the controller uses runDirOf(uid).
+    // The pod commands' defaults, so that tests need not name them; the controller uses runDirOf(uid)
+    // and stateDirOf(uid).
     runDir: DEFAULT_RUN_DIR,
+    stateDir: DEFAULT_STATE_DIR,
     ...input,
   };
 }

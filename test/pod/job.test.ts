@@ -4,7 +4,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import {
   cancelJobCommand, jobEnvFile, markRetrievedCommand, parseAck, parseCancelOutput, parsePodState, parseStartOutput,
   podStateCommand, setKeepCommand, startJobCommand, writeJobEnvCommand, type PodState,
@@ -34,8 +34,14 @@ function runDir(): string {
   const root = mkdtempSync(join(tmpdir(), 'rpo-job-'));
   roots.push(root);
   const dir = join(root, 'run dir with space');
-  mkdirSync(join(dir, '.pod'), { recursive: true });
+  mkdirSync(dir, { recursive: true });
+  mkdirSync(stateOf(dir), { recursive: true });
   return dir;
+}
+
+/** The state directory of a run directory made by runDir() (on a pod: the container's disk, apart from the run directory). */
+function stateOf(dir: string): string {
+  return join(dirname(dir), 'state dir');
 }
 
 after(() => {
@@ -45,7 +51,7 @@ after(() => {
 for (const shell of SHELLS) {
   describe(`job commands under ${shell}`, () => {
     const state = async (dir: string): Promise<PodState> => {
-      const result = await runShell(shell, podStateCommand({ runDir: dir, logTailBytes: 4096 }));
+      const result = await runShell(shell, podStateCommand({ stateDir: stateOf(dir), logTailBytes: 4096 }));
       assert.equal(result.code, 0, result.stderr);
       return parsePodState(result.stdout);
     };
@@ -60,7 +66,7 @@ for (const shell of SHELLS) {
       assert.deepEqual((await state(dir)).job, { status: 'none', startedAt: null, endedAt: null, exitCode: null, pid: null, cancelled: false });
       const command = ['sh', '-c', 'echo "to stdout in $(pwd)"; echo to stderr >&2; sleep 1; exit 3'];
       const before = Math.floor(Date.now() / 1000);
-      const started = await runShell(shell, startJobCommand({ runDir: dir, command, shell }));
+      const started = await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), command, shell }));
       assert.equal(started.code, 0, started.stderr);
       const start = parseStartOutput(started.stdout);
       assert.equal(start.outcome, 'started');
@@ -74,12 +80,12 @@ for (const shell of SHELLS) {
       assert.ok(done.job.pid !== null && done.job.pid > 1);
       assert.equal(done.job.cancelled, false);
       assert.equal(done.logTail, `to stdout in ${dir}\nto stderr\n`);
-      assert.equal(readFileSync(join(dir, '.pod/job.exit'), 'utf8'), '3\n');
+      assert.equal(readFileSync(join(stateOf(dir), 'job.exit'), 'utf8'), '3\n');
       // The job had its own session: its pid is its process group and session id.
-      const supervisor = Number(readFileSync(join(dir, '.pod/job.supervisor'), 'utf8'));
+      const supervisor = Number(readFileSync(join(stateOf(dir), 'job.supervisor'), 'utf8'));
       assert.notEqual(supervisor, done.job.pid);
 
-      const again = parseStartOutput((await runShell(shell, startJobCommand({ runDir: dir, command, shell }))).stdout);
+      const again = parseStartOutput((await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), command, shell }))).stdout);
       assert.deepEqual(again, { outcome: 'already-started' });
     });
 
@@ -87,13 +93,13 @@ for (const shell of SHELLS) {
       const dir = runDir();
       rmSync('/tmp/rpo-pwned', { force: true });
       const env: [string, string][] = HOSTILE.map((value, i) => [`HOSTILE_${i}`, value]);
-      const wrote = await runShell(shell, writeJobEnvCommand({ runDir: dir }), { stdin: jobEnvFile(env) });
+      const wrote = await runShell(shell, writeJobEnvCommand({ stateDir: stateOf(dir) }), { stdin: jobEnvFile(env) });
       assert.equal(parseAck(wrote.stdout, 'runpod-operator-env'), 'ok');
-      assert.equal(statSync(join(dir, '.pod/job.env')).mode & 0o777, 0o600);
+      assert.equal(statSync(join(stateOf(dir), 'job.env')).mode & 0o777, 0o600);
       // The job writes its argv and its env values, NUL-separated, to files.
       const script = 'for a in "$@"; do printf "%s\\0" "$a"; done > args.out; i=0; while [ $i -lt ' + HOSTILE.length +
         ' ]; do eval "printf \'%s\\0\' \\"\\$HOSTILE_$i\\""; i=$((i + 1)); done > env.out';
-      const start = await runShell(shell, startJobCommand({ runDir: dir, command: ['sh', '-c', script, 'job', ...HOSTILE], shell }));
+      const start = await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), command: ['sh', '-c', script, 'job', ...HOSTILE], shell }));
       assert.equal(parseStartOutput(start.stdout).outcome, 'started');
       const done = await ended(dir);
       assert.equal(done.job.exitCode, 0, done.logTail);
@@ -105,22 +111,22 @@ for (const shell of SHELLS) {
 
     test('the image env is read first and the job env wins; the supervisor keeps its own PATH', async () => {
       const dir = runDir();
-      writeFileSync(join(dir, '.pod/image.env'), "export FROM_IMAGE='image'\nexport BOTH='image'\n");
-      writeFileSync(join(dir, '.pod/job.env'), jobEnvFile({ BOTH: 'job', PATH: '/nonexistent' }));
+      writeFileSync(join(stateOf(dir), 'image.env'), "export FROM_IMAGE='image'\nexport BOTH='image'\n");
+      writeFileSync(join(stateOf(dir), 'job.env'), jobEnvFile({ BOTH: 'job', PATH: '/nonexistent' }));
       const command = ['/bin/sh', '-c', 'printf "%s %s %s" "$FROM_IMAGE" "$BOTH" "$PATH" > env.out'];
-      assert.equal(parseStartOutput((await runShell(shell, startJobCommand({ runDir: dir, command, shell }))).stdout).outcome, 'started');
+      assert.equal(parseStartOutput((await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), command, shell }))).stdout).outcome, 'started');
       const done = await ended(dir);
       assert.equal(done.job.exitCode, 0);
       assert.equal(readFileSync(join(dir, 'env.out'), 'utf8'), 'image job /nonexistent');
-      assert.equal(existsSync(join(dir, '.pod/job.env')), false, 'the job\'s secrets leave the disk once its shell read them');
-      writeFileSync(join(dir, '.pod/job.env'), jobEnvFile({ SECRET: 'rewritten by a controller that restarted' }));
-      assert.equal(parseStartOutput((await runShell(shell, startJobCommand({ runDir: dir, command, shell }))).stdout).outcome, 'already-started');
-      assert.equal(existsSync(join(dir, '.pod/job.env')), false, 'a second start removes a rewritten env too');
+      assert.equal(existsSync(join(stateOf(dir), 'job.env')), false, 'the job\'s secrets leave the disk once its shell read them');
+      writeFileSync(join(stateOf(dir), 'job.env'), jobEnvFile({ SECRET: 'rewritten by a controller that restarted' }));
+      assert.equal(parseStartOutput((await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), command, shell }))).stdout).outcome, 'already-started');
+      assert.equal(existsSync(join(stateOf(dir), 'job.env')), false, 'a second start removes a rewritten env too');
     });
 
     test('a command that does not exist exits 127 with its error in the log', async () => {
       const dir = runDir();
-      await runShell(shell, startJobCommand({ runDir: dir, command: ['no-such-command-rpo'], shell }));
+      await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), command: ['no-such-command-rpo'], shell }));
       const done = await ended(dir);
       assert.equal(done.job.exitCode, 127);
       assert.match(done.logTail, /no-such-command-rpo/);
@@ -129,27 +135,27 @@ for (const shell of SHELLS) {
     test('cancel: SIGTERM to the job process group (its children too), exit 143 recorded', async () => {
       const dir = runDir();
       const command = ['sh', '-c', 'sleep 300 & echo child $! > child.pid; wait'];
-      await runShell(shell, startJobCommand({ runDir: dir, command, shell }));
+      await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), command, shell }));
       await waitFor('the job to run', async () => ((await state(dir)).job.status === 'running' && existsSync(join(dir, 'child.pid')) ? true : undefined));
       const child = Number(readFileSync(join(dir, 'child.pid'), 'utf8').split(' ')[1]);
-      const cancelled = await runShell(shell, cancelJobCommand({ runDir: dir, graceSeconds: 10, shell }));
+      const cancelled = await runShell(shell, cancelJobCommand({ stateDir: stateOf(dir), graceSeconds: 10, shell }));
       assert.deepEqual(parseCancelOutput(cancelled.stdout), { outcome: 'cancelling' });
       // A second cancel is harmless: still cancelling, or already ended (the job may die at once on TERM).
-      assert.ok(['cancelling', 'ended'].includes(parseCancelOutput((await runShell(shell, cancelJobCommand({ runDir: dir, shell }))).stdout).outcome));
+      assert.ok(['cancelling', 'ended'].includes(parseCancelOutput((await runShell(shell, cancelJobCommand({ stateDir: stateOf(dir), shell }))).stdout).outcome));
       const done = await ended(dir);
       assert.equal(done.job.exitCode, 143);
       assert.equal(done.job.cancelled, true);
       await waitFor('the child to go', () => (isAlive(child) ? undefined : true));
       assert.match(done.logTail, /SIGTERM to the job/);
-      assert.deepEqual(parseCancelOutput((await runShell(shell, cancelJobCommand({ runDir: dir, shell }))).stdout), { outcome: 'ended' });
+      assert.deepEqual(parseCancelOutput((await runShell(shell, cancelJobCommand({ stateDir: stateOf(dir), shell }))).stdout), { outcome: 'ended' });
     });
 
     test('cancel: a job that ignores SIGTERM gets SIGKILL after the grace (exit 137)', async () => {
       const dir = runDir();
       const command = ['sh', '-c', "trap '' TERM; echo ready > ready; while :; do sleep 1; done"];
-      await runShell(shell, startJobCommand({ runDir: dir, command, shell }));
+      await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), command, shell }));
       await waitFor('the job to run', () => (existsSync(join(dir, 'ready')) ? true : undefined));
-      parseCancelOutput((await runShell(shell, cancelJobCommand({ runDir: dir, graceSeconds: 1, shell }))).stdout);
+      parseCancelOutput((await runShell(shell, cancelJobCommand({ stateDir: stateOf(dir), graceSeconds: 1, shell }))).stdout);
       const done = await ended(dir);
       assert.equal(done.job.exitCode, 137);
       assert.match(done.logTail, /SIGKILL to the job after 1 s/);
@@ -157,39 +163,39 @@ for (const shell of SHELLS) {
 
     test('cancel before the start: nothing to stop, and the start is refused afterwards', async () => {
       const dir = runDir();
-      assert.deepEqual(parseCancelOutput((await runShell(shell, cancelJobCommand({ runDir: dir, shell }))).stdout), { outcome: 'not-started' });
-      const start = await runShell(shell, startJobCommand({ runDir: dir, command: ['true'], shell }));
+      assert.deepEqual(parseCancelOutput((await runShell(shell, cancelJobCommand({ stateDir: stateOf(dir), shell }))).stdout), { outcome: 'not-started' });
+      const start = await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), command: ['true'], shell }));
       assert.deepEqual(parseStartOutput(start.stdout), { outcome: 'cancelled' });
       assert.equal((await state(dir)).job.status, 'none');
     });
 
     test('retrieved and keep markers; a missing run directory is reported, not an error', async () => {
       const dir = runDir();
-      assert.equal(parseAck((await runShell(shell, markRetrievedCommand({ runDir: dir }))).stdout, 'runpod-operator-retrieved'), 'ok');
-      assert.equal(parseAck((await runShell(shell, setKeepCommand({ runDir: dir, keep: true }))).stdout, 'runpod-operator-keep'), '1');
+      assert.equal(parseAck((await runShell(shell, markRetrievedCommand({ stateDir: stateOf(dir) }))).stdout, 'runpod-operator-retrieved'), 'ok');
+      assert.equal(parseAck((await runShell(shell, setKeepCommand({ stateDir: stateOf(dir), keep: true }))).stdout, 'runpod-operator-keep'), '1');
       let current = await state(dir);
       assert.equal(current.retrieved, true);
       assert.equal(current.keep, true);
-      assert.equal(parseAck((await runShell(shell, setKeepCommand({ runDir: dir, keep: false }))).stdout, 'runpod-operator-keep'), '0');
+      assert.equal(parseAck((await runShell(shell, setKeepCommand({ stateDir: stateOf(dir), keep: false }))).stdout, 'runpod-operator-keep'), '0');
       current = await state(dir);
       assert.equal(current.keep, false);
-      assert.equal(readFileSync(join(dir, '.pod/keep'), 'utf8'), '0\n');
+      assert.equal(readFileSync(join(stateOf(dir), 'keep'), 'utf8'), '0\n');
 
       const missing = join(dir, 'nope');
-      assert.equal(parsePodState((await runShell(shell, podStateCommand({ runDir: missing }))).stdout).runDirMissing, true);
-      const start = await runShell(shell, startJobCommand({ runDir: missing, command: ['true'], shell }));
+      assert.equal(parsePodState((await runShell(shell, podStateCommand({ stateDir: missing }))).stdout).runDirMissing, true);
+      const start = await runShell(shell, startJobCommand({ runDir: missing, stateDir: stateOf(dir), command: ['true'], shell }));
       assert.equal(start.code, 1);
       assert.deepEqual(parseStartOutput(start.stdout), { outcome: 'failed', reason: 'no-run-directory' });
-      const mark = await runShell(shell, markRetrievedCommand({ runDir: missing }));
-      assert.throws(() => parseAck(mark.stdout, 'runpod-operator-retrieved'), /no-run-directory/);
+      const mark = await runShell(shell, markRetrievedCommand({ stateDir: missing }));
+      assert.throws(() => parseAck(mark.stdout, 'runpod-operator-retrieved'), /no-state-directory/);
     });
 
     test('verdicts and a lost job read from the files', async () => {
       const dir = runDir();
-      writeFileSync(join(dir, '.pod/bootstrap'), 'ok\n');
-      writeFileSync(join(dir, '.pod/watchdog'), 'failed: GET /pods/x: HTTP 401\n');
-      writeFileSync(join(dir, '.pod/job.started'), '1700000000\n');
-      writeFileSync(join(dir, '.pod/job.lost'), '1700000100\n');
+      writeFileSync(join(stateOf(dir), 'bootstrap'), 'ok\n');
+      writeFileSync(join(stateOf(dir), 'watchdog'), 'failed: GET /pods/x: HTTP 401\n');
+      writeFileSync(join(stateOf(dir), 'job.started'), '1700000000\n');
+      writeFileSync(join(stateOf(dir), 'job.lost'), '1700000100\n');
       const current = await state(dir);
       assert.deepEqual(current.bootstrap, { status: 'ok' });
       assert.deepEqual(current.watchdog, { status: 'failed', reason: 'GET /pods/x: HTTP 401' });
@@ -197,10 +203,10 @@ for (const shell of SHELLS) {
       assert.equal(current.job.startedAt, 1700000000);
       assert.equal(current.logTail, '');
       // A supervisor that died without an exit code, long after the start: lost too.
-      rmSync(join(dir, '.pod/job.lost'));
-      writeFileSync(join(dir, '.pod/job.supervisor'), '999999999\n');
+      rmSync(join(stateOf(dir), 'job.lost'));
+      writeFileSync(join(stateOf(dir), 'job.supervisor'), '999999999\n');
       assert.equal((await state(dir)).job.status, 'lost');
-      chmodSync(join(dir, '.pod'), 0o700);
+      chmodSync(stateOf(dir), 0o700);
     });
   });
 }

@@ -1,9 +1,10 @@
 // keepPod on real (simulated) pods: the deadline and the cost cap are absolute. A kept pod with a
-// job is still deleted by its own watchdog at the deadline and at the cost cap, and a `.pod/keep`
+// job is still deleted by its own watchdog at the deadline and at the cost cap, and a `keep` file
 // the job writes itself (the job runs as root in the run directory) never extends its life past them.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parsePodState, parseStartOutput, podStateCommand, startJobCommand, type PodState } from '../../src/pod/job.ts';
+import { DEFAULT_STATE_DIR, podPath } from '../../src/pod/protocol.ts';
 import { simPodLogs } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator } from '../runpod-sim/server.ts';
 import {
@@ -40,7 +41,7 @@ async function startSelfKeepingJob(sim: RunningSimulator, keys: Keys, id: string
     const now = await state(port, keys);
     return now && now.bootstrap.status !== 'pending' && now.watchdog.status !== 'pending' ? now : undefined;
   }, 30000, 300);
-  const command = ['sh', '-c', 'echo 1 > .pod/keep; sleep 600'];
+  const command = ['sh', '-c', `echo 1 > ${podPath(DEFAULT_STATE_DIR, 'keep')}; sleep 600`];
   const started = await ssh(port, keys, startJobCommand({ command, shell: 'dash' }));
   assert.equal(parseStartOutput(started.stdout).outcome, 'started', started.stderr);
   await waitFor('the job to mark the pod kept', async () => ((await state(port, keys))?.keep === true ? true : undefined), 30000, 300);

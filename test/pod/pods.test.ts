@@ -40,8 +40,8 @@ const SIM_CONFIG = {
 const unix = (): number => Math.floor(Date.now() / 1000);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function podState(port: number, keys: Keys, runDir?: string): Promise<PodState> {
-  const result = await ssh(port, keys, podStateCommand(runDir === undefined ? {} : { runDir }));
+async function podState(port: number, keys: Keys): Promise<PodState> {
+  const result = await ssh(port, keys, podStateCommand());
   assert.equal(result.code, 0, result.stderr);
   return parsePodState(result.stdout);
 }
@@ -50,9 +50,9 @@ async function podState(port: number, keys: Keys, runDir?: string): Promise<PodS
  * Waits until both verdicts are in (over SSH) and returns the state. The port is published before
  * our sshd listens (as on Runpod): until it does, connections are refused or meet the image's sshd.
  */
-async function verdicts(port: number, keys: Keys, runDir?: string): Promise<PodState> {
+async function verdicts(port: number, keys: Keys): Promise<PodState> {
   return waitFor('the bootstrap and watchdog verdicts', async () => {
-    const result = await ssh(port, keys, podStateCommand(runDir === undefined ? {} : { runDir }));
+    const result = await ssh(port, keys, podStateCommand());
     if (result.code !== 0) return undefined;
     const state = parsePodState(result.stdout);
     return state.bootstrap.status !== 'pending' && state.watchdog.status !== 'pending' ? state : undefined;
@@ -144,7 +144,7 @@ for (const shell of SHELLS) {
 
       // The secrets stay out of what the job and sshd see (the watchdog, PID 1, needs the pod key).
       const pod = await simPod(sim, id);
-      const look = await ssh(port, k, 'cat /workspace/runpod-operator/run/.pod/image.env; env; for p in $(pgrep -x sshd); do tr "\\0" "\\n" < /proc/$p/environ; done');
+      const look = await ssh(port, k, 'cat /var/lib/runpod-operator/run/image.env; env; for p in $(pgrep -x sshd); do tr "\\0" "\\n" < /proc/$p/environ; done');
       assert.match(look.stdout, /^SSH_CONNECTION=/m, 'the session env was read');
       assert.ok(!look.stdout.includes(pod.podApiKey), 'the pod key is in no env but the watchdog\'s');
       assert.ok(!look.stdout.includes('RUNPOD_OPERATOR_HOST_KEY='), 'no env keeps the host key');
@@ -152,7 +152,7 @@ for (const shell of SHELLS) {
       const watchdogEnv = await ssh(port, k, 'tr "\\0" "\\n" < /proc/1/environ');
       assert.ok(watchdogEnv.stdout.includes(`RUNPOD_API_KEY=${pod.podApiKey}`) && !watchdogEnv.stdout.includes('RUNPOD_OPERATOR_HOST_KEY='));
       assert.match(look.stdout, new RegExp(`^export RUNPOD_POD_ID='${id}'$`, 'm'));
-      const logs = await ssh(port, k, 'cat /workspace/runpod-operator/run/.pod/watchdog.log /workspace/runpod-operator/run/.pod/bootstrap.log');
+      const logs = await ssh(port, k, 'cat /var/lib/runpod-operator/run/watchdog.log /var/lib/runpod-operator/run/bootstrap.log');
       assert.ok(!logs.stdout.includes(pod.podApiKey) && !(await simPodLogs(sim.adminUrl, id)).includes(pod.podApiKey), 'the pod key is never logged');
     }));
 
@@ -204,12 +204,12 @@ for (const shell of SHELLS) {
       // Long enough for a loaded machine to read the exit code over SSH before the grace deletes the pod.
       const id = await createPod(sim, { name: name('job'), shell, keys: k, input: { runDir, retrieveGraceSeconds: 10 } });
       const port = await sshPort(sim, id);
-      await verdicts(port, k, runDir);
+      await verdicts(port, k);
       const command = ['sh', '-c', 'echo "pod=$RUNPOD_POD_ID key=${RUNPOD_API_KEY:-none} cwd=$(pwd)"; exit 3'];
       const started = await ssh(port, k, startJobCommand({ runDir, command, shell }));
       assert.equal(parseStartOutput(started.stdout).outcome, 'started', started.stderr);
       const done = await waitFor('the job to end', async () => {
-        const state = await podState(port, k, runDir);
+        const state = await podState(port, k);
         return state.job.status === 'exited' ? state : undefined;
       }, 30000, 300);
       assert.equal(done.job.exitCode, 3);

@@ -48,6 +48,8 @@ describe('renderPodEnv', () => {
       RUNPOD_OPERATOR_KEEP_POD: '0',
       // The run's own directory, named by its UID (runs sharing a network volume never meet).
       RUNPOD_OPERATOR_RUN_DIR: '/workspace/runpod-operator/9d3c2b1a-0000-4000-8000-000000000002',
+      // The pod's state on its container disk, never on a volume another pod mounts.
+      RUNPOD_OPERATOR_STATE_DIR: '/var/lib/runpod-operator/9d3c2b1a-0000-4000-8000-000000000002',
       RUNPOD_OPERATOR_HOST_KEY: Buffer.from(HOST_KEY).toString('base64'),
       RUNPOD_OPERATOR_AUTHORIZED_KEY: CLIENT_KEY,
       RUNPOD_OPERATOR_WATCHDOG_PERIOD: '5',
@@ -169,20 +171,20 @@ describe('the scripts', () => {
     assert.deepEqual(listed, [...IMAGE_REQUIREMENTS]);
   });
 
-  test('every protocol file is named in the doc, and every .pod name the scripts use is a protocol file', () => {
+  test('every protocol file is named in the doc, and every state file the scripts use is a protocol file', () => {
     const doc = source('protocol.md');
     const names = new Set<string>(Object.values(POD_FILES));
     for (const file of names) assert.ok(doc.includes(`\`${file}\``), `${file} is documented`);
     const used = new Set<string>();
     for (const text of [source('bootstrap.sh'), source('watchdog.sh'), source('job.ts')]) {
-      for (const match of text.matchAll(/(?:\$POD\/|\.pod\/|F\.)([A-Za-z.]+)/g)) used.add(match[1] ?? '');
+      for (const match of text.matchAll(/(?:\$POD\/|F\.)([A-Za-z.]+)/g)) used.add(match[1] ?? '');
     }
-    const known = new Set([...names].map((file) => file.slice('.pod/'.length)).concat(Object.keys(POD_FILES)));
+    const known = new Set([...names].concat(Object.keys(POD_FILES)));
     for (const name of used) {
       const base = name.replace(/\.+$/, '').replace(/\.tmp$/, '');
       assert.ok(known.has(base), `${name} is a protocol file`);
     }
     for (const name of Object.values(POD_ENV)) assert.ok(doc.includes(`\`${name}\``), `${name} is documented`);
-    assert.equal(podPath('/w/run', 'jobExit'), '/w/run/.pod/job.exit');
+    assert.equal(podPath('/var/lib/runpod-operator/u1', 'jobExit'), '/var/lib/runpod-operator/u1/job.exit');
   });
 });

@@ -5,7 +5,8 @@
 //              whole life, like its volume), brings lo up, then relays 127.0.0.1:<sim port> inside
 //              the pod to the simulator's Unix socket, so the API base URL is the same inside and out.
 //   container  nsenter into the holder, then unshare --mount --pid --fork again: fresh tmpfs /root,
-//              /etc/ssh, /run, /tmp, /var/tmp, /dev/shm, then execs the image's entrypoint (if the
+//              /etc/ssh, /run, /tmp, /var/tmp, /dev/shm and a writable /var/lib (the container
+//              disk, an overlay wiped on each restart), then execs the image's entrypoint (if the
 //              image has one) followed by the words of `args` (argv.ts) as the container's PID 1,
 //              with Runpod's env: no shell is added, as on Runpod. Runs again (new tmpfs, new ports)
 //              when its main process exits.
@@ -47,6 +48,14 @@ exec socat TCP-LISTEN:"$2",bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:"$3"
 
 // sshd_config and moduli are copied in (an image would ship them); the machine's host keys are not.
 const CONTAINER_SCRIPT = `set -e
+# The container disk: / stays read-only (stricter than Runpod), but /var/lib is writable through an
+# overlay whose upper layer is a tmpfs of this container, so it is wiped when the container restarts,
+# as Runpod wipes the container disk. The tmpfs is detached from /tmp again at once (the overlay keeps it).
+mount -t tmpfs -o mode=0700 tmpfs /tmp
+mkdir /tmp/upper /tmp/work
+chmod 755 /tmp/upper
+mount -t overlay overlay -o lowerdir=/var/lib,upperdir=/tmp/upper,workdir=/tmp/work /var/lib
+umount -l /tmp
 mount -t tmpfs -o mode=0755 tmpfs /run
 mkdir -m 0755 /run/sshd
 for f in sshd_config moduli; do if [ -e /etc/ssh/$f ]; then cp /etc/ssh/$f /run/sshd/; fi; done
