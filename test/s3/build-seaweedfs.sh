@@ -16,17 +16,17 @@ log() { echo "build-seaweedfs: $*" >&2; }
 
 build_weed() {
   command -v go >/dev/null || { log "needs Go (the go command) to build SeaweedFS"; exit 1; }
-  local src dir
+  local src
   src=$(go mod download -json "$MODULE@$SEAWEEDFS_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
   [ -n "$src" ] || { log "go mod download named no directory for $MODULE@$SEAWEEDFS_VERSION"; exit 1; }
   # The module cache is read-only and `go build` may update go.sum: build in a writable copy, one per
   # build (two test runs on a new machine may build at once; the last mv wins, both are the same).
   mkdir -p "$CACHE/build" "$OUT"
-  dir=$(mktemp -d "$CACHE/build/seaweedfs-XXXXXX")
-  trap 'rm -rf "$dir"' EXIT
-  cp -r "$src/." "$dir" && chmod -R u+w "$dir"
-  go build -C "$dir" -trimpath -ldflags "-s -w" -o "$dir/weed.bin" ./weed
-  mv "$dir/weed.bin" "$OUT/weed"
+  BUILD_DIR=$(mktemp -d "$CACHE/build/seaweedfs-XXXXXX")
+  trap 'rm -rf "$BUILD_DIR"' EXIT
+  cp -r "$src/." "$BUILD_DIR" && chmod -R u+w "$BUILD_DIR"
+  go build -C "$BUILD_DIR" -trimpath -ldflags "-s -w" -o "$BUILD_DIR/weed.bin" ./weed
+  mv "$BUILD_DIR/weed.bin" "$OUT/weed"
 }
 
 if [ ! -x "$OUT/weed" ]; then
