@@ -95,6 +95,24 @@ describe('network.forward', () => {
     }
   });
 
+  test('a forward to a host port where nothing listens: the pod\'s connection is accepted, then closed (curl exit 52)', async () => {
+    const closed = createServer();
+    closed.listen(0, '127.0.0.1');
+    await once(closed, 'listening');
+    const address = closed.address();
+    const port = address !== null && typeof address === 'object' ? address.port : 0;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const sim = await startSimulator({ apiKeys: [KEY], config: { network: { forward: [{ podPort: POD_PORT, hostPort: port }] } } });
+    try {
+      const { curl } = await runUploader(sim, 'nothing-there');
+      // 52 (empty reply) as a rule; 55/56 (send/receive failure) if the close meets the upload mid-way.
+      assert.match(curl, /^(52|55|56) answer curl: \((52|55|56)\)/);
+      await assertNoLeaks(sim.adminUrl);
+    } finally {
+      await sim.stop();
+    }
+  });
+
   test('config: a pod port forwarded twice, or out of range, is an error naming the field', () => {
     assert.throws(
       () => parseConfig({ network: { forward: [{ podPort: 80, hostPort: 1000 }, { podPort: 80, hostPort: 1001 }] } }),
