@@ -76,7 +76,7 @@ setup_envtest() {
   # Cached: prints the directory at once. Else it builds (and says so), which needs Go.
   local dir
   if ! dir=$(bash test/envtest/build-assets.sh); then
-    command -v go >/dev/null || fail "kube-apiserver and etcd are built from the Go module proxy and need Go (>= 1.24) on PATH; or set KUBEBUILDER_ASSETS to a directory holding both"
+    command -v go >/dev/null || fail "kube-apiserver, etcd and SeaweedFS are built from the Go module proxy and need Go (>= 1.24; SeaweedFS >= 1.26.6) on PATH; or set KUBEBUILDER_ASSETS to a directory holding both"
     fail "building kube-apiserver/etcd failed (see above)"
   fi
   [ -x "$dir/kube-apiserver" ] && [ -x "$dir/etcd" ] || fail "no kube-apiserver/etcd in $dir"

@@ -3,7 +3,7 @@
 # Nothing downloads a prebuilt binary: both come from their published Go modules. The result is cached
 # outside the repo, keyed by version, so only the first run on a machine compiles (~10 min on 2 cores).
 # Prints the directory holding both binaries (use it as KUBEBUILDER_ASSETS). Also builds the kstatus
-# helper of the GitOps tests (build-kstatus.sh).
+# helper of the GitOps tests (build-kstatus.sh) and SeaweedFS's weed for the S3 tests (../s3/build-seaweedfs.sh).
 set -euo pipefail
 
 KUBE_VERSION="${KUBE_VERSION:-1.34.4}"
@@ -63,4 +63,6 @@ if [ ! -x "$OUT/etcd" ]; then
 fi
 # The kstatus helper of the GitOps tests (cached on its own; its path goes to stderr, ours to stdout).
 "$HERE/build-kstatus.sh" >&2
+# SeaweedFS, the S3 tests' object store (cached on its own too).
+"$HERE/../s3/build-seaweedfs.sh" >&2
 echo "$OUT"

@@ -41,6 +41,8 @@ export const podKeyRefusalSchema = z.enum(['delete', 'terminate', 'stop', 'resta
 export const API_KEY_SCOPES = ['pods:read', 'pods:write', 'account:read'] as const;
 export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
 
+const portSchema = z.number().int().min(1).max(65535);
+
 const rateLimitWindowSchema = z.strictObject({
   quota: z.number().int().positive(),
   seconds: z.number().int().positive(),
@@ -137,8 +139,23 @@ export const simConfigSchema = z
      * in both gets only these scopes. Keys not listed here have every scope.
      */
     keys: z.array(z.strictObject({ key: z.string().min(1), scopes: z.array(z.enum(API_KEY_SCOPES)) })).default([]),
+    /**
+     * What a pod can reach besides itself and the API: each `forward` maps 127.0.0.1:<podPort> inside
+     * every pod to 127.0.0.1:<hostPort> of this machine, as a real pod reaches a service on the
+     * internet (an object store in the tests). Empty by default: pods reach nothing else.
+     */
+    network: z
+      .strictObject({
+        forward: z.array(z.strictObject({ podPort: portSchema, hostPort: portSchema })).default([]),
+      })
+      .prefault({}),
   })
   .superRefine((config, ctx) => {
+    const podPorts = new Set<number>();
+    config.network.forward.forEach(({ podPort }, index) => {
+      if (podPorts.has(podPort)) ctx.addIssue({ code: 'custom', path: ['network', 'forward', index, 'podPort'], message: `port ${podPort} is forwarded twice` });
+      podPorts.add(podPort);
+    });
     const dcIds = new Set(config.dataCenters.map((dc) => dc.id));
     config.gpuTypes.forEach((type, index) => {
       for (const dcId of Object.keys(type.stock)) {

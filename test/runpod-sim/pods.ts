@@ -4,6 +4,7 @@
 //              PID 1 of the pod: makes / read-only, mounts the pod's /workspace (kept for the pod's
 //              whole life, like its volume), brings lo up, then relays 127.0.0.1:<sim port> inside
 //              the pod to the simulator's Unix socket, so the API base URL is the same inside and out.
+//              Also one relay per network.forward entry (forward.ts) to a loopback service outside.
 //   container  nsenter into the holder, then unshare --mount --pid --fork again: fresh tmpfs /root,
 //              /etc/ssh, /run, /tmp, /var/tmp, /dev/shm and a writable /var/lib (the container
 //              disk, an overlay wiped on each restart), then execs the image's entrypoint (if the
@@ -25,6 +26,7 @@ import { once } from 'node:events';
 import type { SimConfig } from './config.ts';
 import type { PodRecord, PortMapping } from './state.ts';
 import { splitArgs } from './argv.ts';
+import { forwardWords, type PodForward } from './forward.ts';
 import { hasListener, netNamespace, nowTicks, onlyChild, processesInNetNamespace, type ProcInfo, type ProcessTable } from './procs.ts';
 
 const PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -42,8 +44,21 @@ if [ -n "$4" ]; then
 fi
 hostname "$1"
 ip link set lo up
+api_port=$2 api_socket=$3
+shift 5
+# network.forward: each word "<podPort>=<Unix socket>" is a relay to a loopback service of the machine.
+# Each listens before the pod is ready, so a container's first connection finds it.
+for forward in "$@"; do
+  port=\${forward%%=*}
+  socat TCP-LISTEN:"$port",bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:"\${forward#*=}" &
+  relay=$!
+  until [ -n "$(ss -Hltn "sport = :$port")" ]; do
+    if ! kill -0 "$relay" 2>/dev/null; then echo "runpod-sim: cannot listen on forwarded port $port" >&2; exit 1; fi
+    sleep 0.02
+  done
+done
 echo ready
-exec socat TCP-LISTEN:"$2",bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:"$3"
+exec socat TCP-LISTEN:"$api_port",bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:"$api_socket"
 `;
 
 // sshd_config and moduli are copied in (an image would ship them); the machine's host keys are not.
@@ -118,6 +133,8 @@ export interface PodHostContext {
   apiSocket: string;
   /** Where network volumes live on this machine (one directory per volume id). */
   volumesDir: string;
+  /** Loopback services of the machine reachable inside every pod (config network.forward). */
+  forwards: readonly PodForward[];
 }
 
 interface Container {
@@ -162,7 +179,8 @@ export class RealPod {
     const holder = spawn(
       'setpriv',
       ['--pdeathsig', 'KILL', 'unshare', '--mount', '--net', '--pid', '--uts', '--fork', '--mount-proc', '--kill-child=SIGKILL',
-        'sh', '-c', HOLDER_SCRIPT, 'runpod-pod', this.record.id, String(this.ctx.apiPort), this.ctx.apiSocket, ...this.networkVolume()],
+        'sh', '-c', HOLDER_SCRIPT, 'runpod-pod', this.record.id, String(this.ctx.apiPort), this.ctx.apiSocket, ...this.networkVolume(),
+        ...forwardWords(this.ctx.forwards)],
       { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH } },
     );
     this.holder = holder;

@@ -13,6 +13,7 @@ import { apiRoutes, podKeyAllowed, type ApiHandler } from './api.ts';
 import { parseConfig, type SimConfigInput } from './config.ts';
 import { SimCore } from './core.ts';
 import { matchesRequest } from './faults.ts';
+import { startForwards, type ForwardServers } from './forward.ts';
 import { fail, Router, replyStatus, writeReply, type Reply } from './http.ts';
 import { problem, problems } from './problems.ts';
 import type { Caller } from './stats.ts';
@@ -37,7 +38,7 @@ export interface RunningSimulator {
 }
 
 const SOCKET_ROOT = '/var/lib/runpod-sim';
-const REQUIRED_COMMANDS = ['unshare', 'nsenter', 'setpriv', 'socat', 'ip', 'mount', 'sh'];
+const REQUIRED_COMMANDS = ['unshare', 'nsenter', 'setpriv', 'socat', 'ip', 'ss', 'mount', 'sh'];
 
 export async function startSimulator(options: StartSimulatorOptions): Promise<RunningSimulator> {
   const config = parseConfig(options.config ?? {});
@@ -50,24 +51,36 @@ export async function startSimulator(options: StartSimulatorOptions): Promise<Ru
   mkdirSync(socketDir, { recursive: true, mode: 0o755 });
   const apiSocket = `${socketDir}/api.sock`;
 
-  const host = { config, apiPort: 0, apiSocket, volumesDir: `${socketDir}/volumes` };
+  let forwards: ForwardServers;
+  try {
+    forwards = await startForwards(config, socketDir);
+  } catch (error) {
+    rmSync(socketDir, { recursive: true, force: true });
+    throw error;
+  }
+  const host = { config, apiPort: 0, apiSocket, volumesDir: `${socketDir}/volumes`, forwards: forwards.forwards };
   const core = new SimCore(config, options.apiKeys, host, log);
   const handle = requestHandler(core);
   const tcp = createServer(handle);
   const unix = createServer(handle);
+  let port = 0;
   try {
     tcp.listen(options.port ?? 0, '127.0.0.1');
     await once(tcp, 'listening');
     unix.listen(apiSocket);
     await once(unix, 'listening');
+    const address = tcp.address();
+    port = address !== null && typeof address === 'object' ? address.port : 0;
+    // Inside a pod the API is on 127.0.0.1:<port> too, so a forward cannot take that port.
+    const taken = config.network.forward.findIndex((forward) => forward.podPort === port);
+    if (taken >= 0) throw new Error(`invalid simulator config: network.forward[${taken}].podPort ${port} is the simulator's own port (inside pods the API is there)`);
   } catch (error) {
     tcp.close();
     unix.close();
+    await forwards.close();
     rmSync(socketDir, { recursive: true, force: true });
     throw error;
   }
-  const address = tcp.address();
-  const port = address !== null && typeof address === 'object' ? address.port : 0;
   host.apiPort = port;
   log.info({ port, apiSocket }, 'runpod simulator listening');
 
@@ -75,7 +88,7 @@ export async function startSimulator(options: StartSimulatorOptions): Promise<Ru
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
       await core.stopAll();
-      await Promise.all([closeServer(tcp), closeServer(unix)]);
+      await Promise.all([closeServer(tcp), closeServer(unix), forwards.close()]);
       rmSync(socketDir, { recursive: true, force: true });
     })();
     return stopping;
