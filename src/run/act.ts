@@ -7,10 +7,11 @@ import { registerSecret } from '../log.ts';
 import { runDirOf } from '../pod/index.ts';
 import { isRunpodError, podPricePerHour, rankGpuTypes, type Pod, type RunpodClient } from '../runpod/index.ts';
 import { connectPinned, generateRunKeys, HostKeyMismatchError, isNotReadyYet, protectPrivateKey, type SshConnection } from '../ssh/index.ts';
-import { applyCreateOutcome, applyProbeOutcome, applyRetrievalOutcome, type CreateOutcome, type ProbeOutcome } from './decide.ts';
+import { applyCreateOutcome, applyProbeOutcome, type CreateOutcome, type ProbeOutcome } from './decide.ts';
 import type { JobInputs } from './job-inputs.ts';
-import { cancelJob, retrieveResults, setKeep, startJob } from './job-steps.ts';
+import { cancelJob, setKeep, startJob } from './job-steps.ts';
 import type { Action, Deletion, GpuCandidate, Observation, PodView, SpendFacts } from './model.ts';
+import { abortRetrievalBeforeDelete, retrieve, type RetrievalPool } from './retrieval.ts';
 import type { RunApi, SshSecret } from './run-api.ts';
 
 export interface ActContext {
@@ -34,6 +35,8 @@ export interface ActContext {
   /** A long step reports that it moves (see ReconcileContext.progress). */
   progress?: (() => void) | undefined;
   metrics?: ReconcilerMetrics | undefined;
+  /** Where retrievals run, off the workers (retrieval.ts); without it they run inline. */
+  transfers?: RetrievalPool | undefined;
 }
 
 /** What the reconciler reports (src/metrics implements it). */
@@ -69,6 +72,7 @@ export async function act(action: Action, ctx: ActContext): Promise<RunpodRunSta
     case 'probeSsh':
       return probeSsh(ctx, action.host, action.port);
     case 'deletePod':
+      await abortRetrievalBeforeDelete(ctx, action.podId);
       await deletePod(ctx, action.podId);
       return undefined;
     case 'lookForGonePod':
@@ -88,21 +92,6 @@ export async function act(action: Action, ctx: ActContext): Promise<RunpodRunSta
     case 'retrieveResults':
       return retrieve(ctx);
   }
-}
-
-async function retrieve(ctx: ActContext): Promise<RunpodRunStatus> {
-  const uid = ctx.run.metadata.uid;
-  const outcome = await retrieveResults(requireSsh(ctx), runDirOf(uid), requireAccount(ctx).spec, ctx.resultLocation, {
-    ...(ctx.signal ? { signal: ctx.signal } : {}), ...(ctx.progress ? { onProgress: ctx.progress } : {}),
-  });
-  if (outcome.kind === 'verified') {
-    ctx.memory.retrievalFailures.delete(uid);
-    ctx.metrics?.resultsRetrieved(outcome.files, outcome.bytes);
-  }
-  else ctx.memory.retrievalFailures.set(uid, (ctx.memory.retrievalFailures.get(uid) ?? 0) + 1);
-  const status = structuredClone(ctx.run.status ?? {});
-  applyRetrievalOutcome(ctx.obs, status, outcome);
-  return status;
 }
 
 function requireSsh(ctx: ActContext): SshConnection {

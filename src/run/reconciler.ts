@@ -19,6 +19,7 @@ import { act, forgetContradictedLooks, podView, protectSshKeys, type ActContext,
 import { decide, transitionEvent } from './decide.ts';
 import type { DecideSettings, Deletion, GpuCandidate, Observation, RunEvent, SpendFacts } from './model.ts';
 import { buildCreatePodRequest } from './pod-request.ts';
+import type { RetrievalPool } from './retrieval.ts';
 import { RunApi, type SshSecret } from './run-api.ts';
 
 export interface EventSink { record(run: RunpodRun, event: RunEvent): void }
@@ -45,6 +46,8 @@ export interface ReconcileCall {
   signal?: AbortSignal;
   progress?: () => void;
   log?: Logger;
+  /** Where retrievals run off the workers (the controller's pool); without it they run inside the reconcile. */
+  transfers?: RetrievalPool;
 }
 
 export class RunReconciler {
@@ -103,7 +106,7 @@ export class RunReconciler {
         this.#options.logger.info({ namespace, name, action: decision.action.type }, 'status write met a conflict; re-read and re-applied what the step learned'));
       if (transition) this.#options.events.record(current, transition);
     }
-    if (decision.action.type === 'removeFinalizer') this.#forget(run);
+    if (decision.action.type === 'removeFinalizer') await this.#forget(run, call.transfers);
     return this.#requeue(run.metadata.uid, decision.requeue);
   }
 
@@ -130,7 +133,9 @@ export class RunReconciler {
     const podState = ssh ? await readPodState(ssh, runDirOf(uid), call.signal).catch((error: unknown) => this.#unreadable(run, error)) : undefined;
     const now = this.#options.now?.() ?? new Date();
     const location = resultLocation(this.#options.resultsDir, namespace, run.metadata.name, uid);
-    const storedResults = status.job?.finishedAt && !status.results?.retrievedAt && !isTerminal(status.phase)
+    const transfer = call.transfers?.look(uid);
+    // A pooled transfer's outcome is applied by the step that takes it (it commits the results first).
+    const storedResults = !transfer && status.job?.finishedAt && !status.results?.retrievedAt && !isTerminal(status.phase)
       ? await committedResults(location).then((found) => found && { files: found.files, bytes: found.bytes, location, verifiedAt: found.committedAt })
       : undefined;
     const obs: Observation = {
@@ -155,6 +160,7 @@ export class RunReconciler {
       podState,
       retrievalFailures: this.#retrievalFailures.get(uid) ?? 0,
       ...(storedResults ? { storedResults } : {}),
+      ...(transfer ? { transfer: transfer.state === 'queued' ? { state: 'queued', ahead: transfer.ahead } : { state: transfer.state } } : {}),
       spend: this.#spend.has(uid) || snapshot ? { ...this.#spend.get(uid), runningUsdPerHour: snapshot?.runningUsdPerHour } : undefined,
       settings: this.#options.settings,
     };
@@ -164,7 +170,7 @@ export class RunReconciler {
       resultLocation: location,
       memory: { deletions: this.#deletions, catalogs: this.#catalogs, retrievalFailures: this.#retrievalFailures, spend: this.#spend },
       refreshPods: () => account?.observer.refreshSoon(),
-      signal: call.signal, progress: call.progress, metrics: this.#options.metrics,
+      signal: call.signal, progress: call.progress, metrics: this.#options.metrics, transfers: call.transfers,
       buildCreateRequest: (attemptName, attemptNumber, gpuType) => {
         if (!spec || !sshKeys) throw new Error('cannot create a pod without a valid spec and SSH keys');
         return buildCreatePodRequest({
@@ -215,7 +221,8 @@ export class RunReconciler {
     return requeue === 'none' ? {} : { requeueAfterMs: requeue.afterMs };
   }
 
-  #forget(run: RunpodRun): void {
+  async #forget(run: RunpodRun, transfers: RetrievalPool | undefined): Promise<void> {
+    await transfers?.abort(run.metadata.uid, 'the run is gone');
     this.#catalogs.delete(run.metadata.uid);
     this.#credentialRetries.delete(run.metadata.uid);
     this.#retrievalFailures.delete(run.metadata.uid);
