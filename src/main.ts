@@ -145,7 +145,8 @@ export async function startController(config: Config, options: StartOptions = {}
     pods: () => accounts.observers().flatMap((observer) => [...(observer.snapshot?.byRun.values() ?? [])].flat()).map((pod) => ({ status: pod.status })),
   });
   const health: HealthSources = {
-    inFlight: () => controller?.inFlight() ?? [],
+    // A transfer runs outside the reconciles: one that stopped moving fails /healthz like a stuck reconcile.
+    inFlight: () => [...(controller?.inFlight() ?? []), ...(transfers?.inFlight() ?? [])].sort((a, b) => b.runningMs - a.runningMs),
     stuckAfterMs: config.reconcileStuckAfter,
     ready: () => {
       if (isLeader()) return reflector?.hasSynced() ? { ok: true, role: 'leader' } : { ok: false, role: 'leader', detail: 'caches not synced yet' };

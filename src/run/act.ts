@@ -72,7 +72,7 @@ export async function act(action: Action, ctx: ActContext): Promise<RunpodRunSta
     case 'probeSsh':
       return probeSsh(ctx, action.host, action.port);
     case 'deletePod':
-      await abortRetrievalBeforeDelete(ctx, action.podId);
+      abortRetrievalBeforeDelete(ctx, action.podId);
       await deletePod(ctx, action.podId);
       return undefined;
     case 'lookForGonePod':

@@ -106,7 +106,7 @@ export class RunReconciler {
         this.#options.logger.info({ namespace, name, action: decision.action.type }, 'status write met a conflict; re-read and re-applied what the step learned'));
       if (transition) this.#options.events.record(current, transition);
     }
-    if (decision.action.type === 'removeFinalizer') await this.#forget(run, call.transfers);
+    if (decision.action.type === 'removeFinalizer') this.#forget(run, call.transfers);
     return this.#requeue(run.metadata.uid, decision.requeue);
   }
 
@@ -221,8 +221,8 @@ export class RunReconciler {
     return requeue === 'none' ? {} : { requeueAfterMs: requeue.afterMs };
   }
 
-  async #forget(run: RunpodRun, transfers: RetrievalPool | undefined): Promise<void> {
-    await transfers?.abort(run.metadata.uid, 'the run is gone');
+  #forget(run: RunpodRun, transfers: RetrievalPool | undefined): void {
+    transfers?.abort(run.metadata.uid, 'the run is gone');
     this.#catalogs.delete(run.metadata.uid);
     this.#credentialRetries.delete(run.metadata.uid);
     this.#retrievalFailures.delete(run.metadata.uid);

@@ -25,13 +25,13 @@ export async function retrieve(ctx: ActContext): Promise<RunpodRunStatus | undef
     if (!settled.ok) throw settled.error;
     return record(ctx, settled.value);
   }
-  pool.start(uid, `${ctx.run.metadata.namespace}/${ctx.run.metadata.name}`, (signal) => transferOverOwnConnection(ctx, signal));
+  pool.start(uid, `${ctx.run.metadata.namespace}/${ctx.run.metadata.name}`, (signal, progress) => transferOverOwnConnection(ctx, signal, progress));
   return undefined;
 }
 
 /** Before the pod goes (deadline, cancel, deletion): its transfer stops, its staging is discarded. */
-export async function abortRetrievalBeforeDelete(ctx: ActContext, podId: string): Promise<void> {
-  if (podId === ctx.run.status?.pod?.id) await ctx.transfers?.abort(ctx.run.metadata.uid, `pod ${podId} is being deleted`);
+export function abortRetrievalBeforeDelete(ctx: ActContext, podId: string): void {
+  if (podId === ctx.run.status?.pod?.id) ctx.transfers?.abort(ctx.run.metadata.uid, `pod ${podId} is being deleted`);
 }
 
 function record(ctx: ActContext, outcome: RetrievalOutcome): RunpodRunStatus {
@@ -53,7 +53,7 @@ function transfer(ctx: ActContext, ssh: SshConnection, signal: AbortSignal | und
 }
 
 /** The reconcile's connection closes when the reconcile ends: a pooled transfer opens its own. */
-async function transferOverOwnConnection(ctx: ActContext, signal: AbortSignal): Promise<RetrievalOutcome> {
+async function transferOverOwnConnection(ctx: ActContext, signal: AbortSignal, progress: () => void): Promise<RetrievalOutcome> {
   const pod = ctx.run.status?.pod;
   const keys = ctx.sshKeys;
   if (!keys || !pod?.sshHost || !pod.sshPort) throw new Error('the pod has no SSH address or the run no SSH keys');
@@ -62,11 +62,11 @@ async function transferOverOwnConnection(ctx: ActContext, signal: AbortSignal): 
     privateKey: keys.clientPrivateKey, hostPublicKey: keys.hostPublicKey, readyTimeoutMs: 15_000, signal,
   });
   ctx.metrics?.sshConnection('ok');
-  // Closing the connection ends whatever runs over it (an exec, a transfer) at once.
-  const close = (): void => ssh.close();
+  // Destroying the connection ends whatever runs over it (an exec, a transfer) at once, however slow the link.
+  const close = (): void => ssh.destroy();
   signal.addEventListener('abort', close, { once: true });
   try {
-    return await transfer(ctx, ssh, signal, undefined);
+    return await transfer(ctx, ssh, signal, progress);
   } finally {
     signal.removeEventListener('abort', close);
     ssh.close();

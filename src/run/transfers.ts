@@ -7,8 +7,8 @@
 // the next reconcile starts again (their staging is discarded at start).
 import { realClock, type Clock } from '../kube/clock.ts';
 
-/** A transfer's work; it must stop soon after `signal` aborts. */
-export type TransferJob<T> = (signal: AbortSignal) => Promise<T>;
+/** A transfer's work; it must stop soon after `signal` aborts, and calls `progress` as it moves. */
+export type TransferJob<T> = (signal: AbortSignal, progress: () => void) => Promise<T>;
 
 export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
 
@@ -31,7 +31,11 @@ interface Entry<T> {
   abort: AbortController;
   /** When it was queued, then when it started. */
   since: number;
+  /** When it last reported progress (running only). */
+  progressAt: number;
   state: 'queued' | 'running' | 'settled';
+  /** Its slot was given back (when aborted: a job slow to wind down must not hold a slot). */
+  released?: boolean;
   outcome?: Settled<T>;
   done?: Promise<void>;
 }
@@ -59,7 +63,8 @@ export class TransferPool<T> {
   start(id: string, key: string, job: TransferJob<T>): TransferView<T> {
     if (this.#closed) throw new Error('the transfer pool is shut down');
     if (!this.#entries.has(id)) {
-      this.#entries.set(id, { key, job, abort: new AbortController(), since: this.#clock.now(), state: 'queued' });
+      const now = this.#clock.now();
+      this.#entries.set(id, { key, job, abort: new AbortController(), since: now, progressAt: now, state: 'queued' });
       this.#startQueued();
     }
     return this.look(id)!;
@@ -88,27 +93,37 @@ export class TransferPool<T> {
   }
 
   /**
-   * Aborts the transfer of `id` (queued: it never starts) and forgets it; resolves once its job has
-   * settled, so that what it wrote is cleaned up before the caller goes on (say, deletes the pod).
+   * Aborts the transfer of `id` (queued: it never starts) and forgets it; its slot goes to the next
+   * at once. It does not wait for the job to wind down: a pod's delete must never wait on a transfer
+   * (the job discards its own staging).
    */
-  async abort(id: string, reason: string): Promise<void> {
+  abort(id: string, reason: string): void {
     const entry = this.#entries.get(id);
     if (!entry) return;
     this.#entries.delete(id);
     entry.abort.abort(new Error(reason));
-    await entry.done;
+    if (entry.state === 'running') this.#release(entry);
   }
 
-  /** Shutdown: nothing new starts, every transfer is aborted; resolves once all have settled. */
+  /** Shutdown: nothing new starts, every transfer is aborted; resolves once all have wound down (staging discarded). */
   async abortAll(reason: string): Promise<void> {
     this.#closed = true;
-    await Promise.all([...this.#entries.keys()].map((id) => this.abort(id, reason)));
+    const entries = [...this.#entries.values()];
+    for (const id of [...this.#entries.keys()]) this.abort(id, reason);
+    await Promise.all(entries.map((entry) => entry.done ?? Promise.resolve()));
   }
 
   /** Transfers running now and waiting for a slot (metrics, tests). */
   stats(): { running: number; queued: number } {
     const queued = [...this.#entries.values()].filter((entry) => entry.state === 'queued').length;
     return { running: this.#running, queued };
+  }
+
+  /** The running transfers as the health check sees reconciles: a transfer that stopped moving is a stuck worker. */
+  inFlight(): { key: string; runningMs: number; idleMs: number }[] {
+    const now = this.#clock.now();
+    return [...this.#entries.values()].filter((entry) => entry.state === 'running')
+      .map((entry) => ({ key: entry.key, runningMs: now - entry.since, idleMs: now - entry.progressAt }));
   }
 
   #startQueued(): void {
@@ -118,22 +133,28 @@ export class TransferPool<T> {
     }
   }
 
+  #release(entry: Entry<T>): void {
+    if (entry.released) return;
+    entry.released = true;
+    this.#running--;
+    if (!this.#closed) this.#startQueued();
+  }
+
   #run(entry: Entry<T>): void {
     entry.state = 'running';
-    entry.since = this.#clock.now();
+    entry.since = entry.progressAt = this.#clock.now();
     this.#running++;
     entry.done = (async () => {
       let outcome: Settled<T>;
       try {
-        outcome = { ok: true, value: await entry.job(entry.abort.signal) };
+        outcome = { ok: true, value: await entry.job(entry.abort.signal, () => { entry.progressAt = this.#clock.now(); }) };
       } catch (error) {
         outcome = { ok: false, error };
       }
-      this.#running--;
       entry.state = 'settled';
       entry.outcome = outcome;
       const aborted = entry.abort.signal.aborted;
-      if (!this.#closed) this.#startQueued();
+      this.#release(entry);
       // An aborted transfer was forgotten by whoever aborted it: nobody waits for its outcome.
       if (!aborted) this.#onSettled(entry.key);
     })();

@@ -10,9 +10,11 @@ class ManualJob {
   signal: AbortSignal | undefined;
   #resolve: ((value: string) => void) | undefined;
   #reject: ((error: unknown) => void) | undefined;
-  readonly job: TransferJob<string> = (signal) => {
+  progress: (() => void) | undefined;
+  readonly job: TransferJob<string> = (signal, progress) => {
     this.started = true;
     this.signal = signal;
+    this.progress = progress;
     return new Promise<string>((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
@@ -49,7 +51,7 @@ test('queued transfers start in the order they were queued (FIFO)', async () => 
   const { transfers } = pool(1);
   const order: string[] = [];
   const jobs = ['a', 'b', 'c', 'd'].map((name) => ({ name, manual: new ManualJob() }));
-  for (const { name, manual } of jobs) transfers.start(name, `ns/${name}`, (signal) => { order.push(name); return manual.job(signal); });
+  for (const { name, manual } of jobs) transfers.start(name, `ns/${name}`, (signal, progress) => { order.push(name); return manual.job(signal, progress); });
   for (const { name, manual } of jobs) {
     assert.deepEqual(order, jobs.slice(0, order.length).map((job) => job.name));
     assert.equal(order.at(-1), name);
@@ -97,15 +99,31 @@ test('abort: a running transfer sees its signal, its slot goes to the next, and 
   const second = new ManualJob();
   transfers.start('a', 'ns/a', first.job);
   transfers.start('b', 'ns/b', second.job);
-  await transfers.abort('a', 'the pod is being deleted');
+  transfers.abort('a', 'the pod is being deleted');
   assert.equal(first.signal?.aborted, true);
+  await settle();
   assert.match(String((first.signal?.reason as Error).message), /the pod is being deleted/);
   assert.equal(transfers.look('a'), undefined);
   assert.equal(second.started, true);
   assert.deepEqual(settled, [], 'an aborted transfer is not handed back');
-  await transfers.abort('b', 'x');
-  await transfers.abort('nothing', 'x');
+  transfers.abort('b', 'x');
+  transfers.abort('nothing', 'x');
+  await settle();
   assert.deepEqual(transfers.stats(), { running: 0, queued: 0 });
+});
+
+test('abort gives the slot back at once, even when the job is slow to wind down', async () => {
+  const { transfers } = pool(1);
+  const stubborn = new ManualJob();
+  const next = new ManualJob();
+  transfers.start('a', 'ns/a', (signal, progress) => stubborn.job(new AbortController().signal, progress).finally(() => signal.throwIfAborted()));
+  transfers.start('b', 'ns/b', next.job);
+  transfers.abort('a', 'the pod is being deleted');
+  assert.equal(next.started, true, 'the next transfer did not wait for the aborted one to end');
+  stubborn.finish('late');
+  await settle();
+  assert.deepEqual(transfers.stats(), { running: 1, queued: 0 }, 'the late end frees no second slot');
+  assert.equal(transfers.look('a'), undefined);
 });
 
 test('abort of a queued transfer: it never starts', async () => {
@@ -114,7 +132,7 @@ test('abort of a queued transfer: it never starts', async () => {
   const queued = new ManualJob();
   transfers.start('a', 'ns/a', first.job);
   transfers.start('b', 'ns/b', queued.job);
-  await transfers.abort('b', 'run deleted');
+  transfers.abort('b', 'run deleted');
   first.finish('ok');
   await settle();
   assert.equal(queued.started, false);
@@ -129,6 +147,17 @@ test('abortAll (shutdown): every transfer is aborted, waited for, and nothing st
   assert.deepEqual(transfers.stats(), { running: 0, queued: 0 });
   assert.deepEqual(settled, []);
   assert.throws(() => transfers.start('late', 'ns/late', new ManualJob().job), /shut down/);
+});
+
+test('running transfers show in flight with how long since they last moved (the health check\'s stuck-worker test)', () => {
+  const { transfers, clock } = pool(1);
+  const running = new ManualJob();
+  transfers.start('a', 'ns/a', running.job);
+  transfers.start('b', 'ns/b', new ManualJob().job);
+  clock.advance(60_000);
+  running.progress?.();
+  clock.advance(5000);
+  assert.deepEqual(transfers.inFlight(), [{ key: 'ns/a', runningMs: 65_000, idleMs: 5000 }], 'only the running one: a queued one is not stuck');
 });
 
 test('maxConcurrent must be a positive integer', () => {
