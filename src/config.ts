@@ -43,6 +43,8 @@ export const configSchema = z.object({
     }, 'must be https (http only for a loopback address)'),
   resultsDir: z.string().min(1).default('./results'),
   maxConcurrentReconciles: z.coerce.number().int().min(1).max(256).default(8),
+  /** Result retrievals run off the workers, at most this many at once (the rest wait in line). */
+  maxConcurrentTransfers: z.coerce.number().int('must be a whole number').min(1, 'must be at least 1').max(64, 'must be at most 64').default(2),
   pollInterval: duration.pipe(z.number().min(1000, 'must be at least 1s')).default(10_000),
   logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal']).default('info'),
   leaderElect: z.stringbool().default(true),
@@ -81,7 +83,8 @@ export type Config = z.output<typeof configSchema>;
 
 const flags = {
   kubeconfig: 'kubeconfig', namespace: 'namespace', 'cluster-id': 'clusterId', 'runpod-api-url': 'runpodApiUrl',
-  'results-dir': 'resultsDir', 'max-concurrent-reconciles': 'maxConcurrentReconciles', 'poll-interval': 'pollInterval',
+  'results-dir': 'resultsDir', 'max-concurrent-reconciles': 'maxConcurrentReconciles',
+  'max-concurrent-transfers': 'maxConcurrentTransfers', 'poll-interval': 'pollInterval',
   'log-level': 'logLevel', 'leader-elect': 'leaderElect', 'lease-namespace': 'leaseNamespace', 'deadline-margin': 'deadlineMargin',
   'watchdog-period': 'watchdogPeriod', 'leader-elect-lease-duration': 'leaderElectLeaseDuration',
   'leader-elect-renew-deadline': 'leaderElectRenewDeadline', 'leader-elect-retry-period': 'leaderElectRetryPeriod',

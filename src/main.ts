@@ -20,6 +20,8 @@ import { Accounts } from './run/accounts.ts';
 import { installScope, type Owner } from './run/ownership.ts';
 import { RunReconciler } from './run/reconciler.ts';
 import { Sweeper } from './run/sweeper.ts';
+import { TransferPool } from './run/transfers.ts';
+import type { RetrievalOutcome } from './run/decide.ts';
 
 export interface RunningController {
   /** Graceful: stop taking work, abort in-flight steps, flush events, release the lease, close the endpoints. */
@@ -106,6 +108,7 @@ export async function startController(config: Config, options: StartOptions = {}
   const metrics = new OperatorMetrics();
   let controller: Controller | undefined;
   let reflector: Reflector<RunpodRun & KubernetesObject> | undefined;
+  let transfers: TransferPool<RetrievalOutcome> | undefined;
   // Set once leader election starts (after the endpoints); the probes and metrics read it before that.
   const election: { elector?: LeaderElector } = {};
   const runUids = new Map<string, string>();
@@ -142,7 +145,8 @@ export async function startController(config: Config, options: StartOptions = {}
     pods: () => accounts.observers().flatMap((observer) => [...(observer.snapshot?.byRun.values() ?? [])].flat()).map((pod) => ({ status: pod.status })),
   });
   const health: HealthSources = {
-    inFlight: () => controller?.inFlight() ?? [],
+    // A transfer runs outside the reconciles: one that stopped moving fails /healthz like a stuck reconcile.
+    inFlight: () => [...(controller?.inFlight() ?? []), ...(transfers?.inFlight() ?? [])].sort((a, b) => b.runningMs - a.runningMs),
     stuckAfterMs: config.reconcileStuckAfter,
     ready: () => {
       if (isLeader()) return reflector?.hasSynced() ? { ok: true, role: 'leader' } : { ok: false, role: 'leader', detail: 'caches not synced yet' };
@@ -172,10 +176,13 @@ export async function startController(config: Config, options: StartOptions = {}
     });
     if (removed.length > 0) logger.info({ removed }, 'removed partial results an interrupted retrieval left behind');
     if (signal.aborted) return;
+    // One per term: a retrieval never outlives the leadership it started under.
+    transfers = new TransferPool<RetrievalOutcome>({ maxConcurrent: config.maxConcurrentTransfers, onSettled: (key) => controller?.enqueue(key) });
+    const pool = transfers;
     controller = new Controller({
       name: 'runpodrun', log: logger, maxConcurrentReconciles: config.maxConcurrentReconciles,
       observer: metrics.controllerObserver('runpodrun'), queueObserver: metrics.queueObserver('runpodrun'),
-      reconcile: (key, ctx) => reconciler.reconcile(key, { signal: ctx.signal, progress: ctx.progress, log: ctx.log }),
+      reconcile: (key, ctx) => reconciler.reconcile(key, { signal: ctx.signal, progress: ctx.progress, log: ctx.log, transfers: pool }),
     });
     const enqueue = (run: RunpodRun & KubernetesObject) => controller?.enqueue(keyOf(run));
     reflector = new Reflector<RunpodRun & KubernetesObject>({
@@ -198,7 +205,7 @@ export async function startController(config: Config, options: StartOptions = {}
   /** Stops acting at once: no new key, in-flight reconciles aborted (their intent is already in status). */
   const stopWork = async (): Promise<void> => {
     await sweeper.stop();
-    await Promise.all([reflector?.stop(), controller?.stop({ abort: true })]);
+    await Promise.all([reflector?.stop(), controller?.stop({ abort: true }), transfers?.abortAll('the controller is stopping')]);
     await accounts.close();
     await events.flush();
   };

@@ -38,3 +38,13 @@ void test('inconsistent election timings are refused, naming the flag to change'
   const ok = loadConfig(['--leader-elect-lease-duration=4s', '--leader-elect-renew-deadline=3s', '--leader-elect-retry-period=500ms'], {});
   assert.deepEqual([ok.leaderElectLeaseDuration, ok.leaderElectRenewDeadline, ok.leaderElectRetryPeriod], [4000, 3000, 500]);
 });
+
+void test('--max-concurrent-transfers: default 2, a whole number from 1 to 64, errors naming the flag', () => {
+  assert.equal(loadConfig([], {}).maxConcurrentTransfers, 2);
+  assert.equal(loadConfig(['--max-concurrent-transfers=5'], {}).maxConcurrentTransfers, 5);
+  assert.equal(loadConfig([], { RUNPOD_OPERATOR_MAX_CONCURRENT_TRANSFERS: '1' }).maxConcurrentTransfers, 1);
+  assert.throws(() => loadConfig(['--max-concurrent-transfers=0'], {}), /--max-concurrent-transfers \(RUNPOD_OPERATOR_MAX_CONCURRENT_TRANSFERS\): must be at least 1/);
+  assert.throws(() => loadConfig(['--max-concurrent-transfers=1.5'], {}), /--max-concurrent-transfers .*must be a whole number/);
+  assert.throws(() => loadConfig(['--max-concurrent-transfers=65'], {}), /--max-concurrent-transfers .*must be at most 64/);
+  assert.throws(() => loadConfig(['--max-concurrent-transfers=two'], {}), /--max-concurrent-transfers/);
+});

@@ -7,10 +7,11 @@ import { registerSecret } from '../log.ts';
 import { runDirOf, stateDirOf } from '../pod/index.ts';
 import { isRunpodError, podPricePerHour, rankGpuTypes, type Pod, type RunpodClient } from '../runpod/index.ts';
 import { connectPinned, generateRunKeys, HostKeyMismatchError, isNotReadyYet, protectPrivateKey, type SshConnection } from '../ssh/index.ts';
-import { applyCreateOutcome, applyProbeOutcome, applyRetrievalOutcome, type CreateOutcome, type ProbeOutcome } from './decide.ts';
+import { applyCreateOutcome, applyProbeOutcome, type CreateOutcome, type ProbeOutcome } from './decide.ts';
 import type { JobInputs } from './job-inputs.ts';
-import { cancelJob, retrieveResults, setKeep, startJob } from './job-steps.ts';
+import { cancelJob, setKeep, startJob } from './job-steps.ts';
 import type { Action, Observation, PodView, SpendFacts } from './model.ts';
+import { abortRetrievalBeforeDelete, retrieve, type RetrievalPool } from './retrieval.ts';
 import type { RunApi, SshSecret } from './run-api.ts';
 import type { RunEvidence } from './run-evidence.ts';
 
@@ -35,6 +36,8 @@ export interface ActContext {
   /** A long step reports that it moves (see ReconcileContext.progress). */
   progress?: (() => void) | undefined;
   metrics?: ReconcilerMetrics | undefined;
+  /** Where retrievals run, off the workers (retrieval.ts); without it they run inline. */
+  transfers?: RetrievalPool | undefined;
 }
 
 /** What the reconciler reports (src/metrics implements it). */
@@ -70,6 +73,7 @@ export async function act(action: Action, ctx: ActContext): Promise<RunpodRunSta
     case 'probeSsh':
       return probeSsh(ctx, action.host, action.port);
     case 'deletePod':
+      abortRetrievalBeforeDelete(ctx, action.podId);
       await deletePod(ctx, action.podId);
       return undefined;
     case 'lookForGonePod':
@@ -89,21 +93,6 @@ export async function act(action: Action, ctx: ActContext): Promise<RunpodRunSta
     case 'retrieveResults':
       return retrieve(ctx);
   }
-}
-
-async function retrieve(ctx: ActContext): Promise<RunpodRunStatus> {
-  const uid = ctx.run.metadata.uid;
-  const outcome = await retrieveResults(requireSsh(ctx), { runDir: runDirOf(uid), stateDir: stateDirOf(uid) }, requireAccount(ctx).spec, ctx.resultLocation, {
-    ...(ctx.signal ? { signal: ctx.signal } : {}), ...(ctx.progress ? { onProgress: ctx.progress } : {}),
-  });
-  if (outcome.kind === 'verified') {
-    ctx.evidence.retrievalVerified(uid);
-    ctx.metrics?.resultsRetrieved(outcome.files, outcome.bytes);
-  }
-  else ctx.evidence.retrievalFailed(uid);
-  const status = structuredClone(ctx.run.status ?? {});
-  applyRetrievalOutcome(ctx.obs, status, outcome);
-  return status;
 }
 
 function requireSsh(ctx: ActContext): SshConnection {

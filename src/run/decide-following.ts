@@ -157,14 +157,17 @@ function followJob(ctx: Context, spec: RunpodRunSpec): Step {
         ctx.events.push({ type: 'Warning', reason: 'JobFailed', note: `the job exited with code ${job.exitCode ?? 'unknown'}; last lines of its log:\n${tail}` });
       }
       if (state.job.endedAt !== null) job.finishedAt ??= new Date(state.job.endedAt * 1000).toISOString();
+      // A transfer in the pool: looked at again after a poll (the pool asks for a reconcile when it ends).
+      const transferring = obs.transfer && obs.transfer.state !== 'settled' ? obs.transfer : undefined;
+      const slot = transferring?.state === 'queued' ? `; waiting for a transfer slot (${transferring.ahead} ahead, --max-concurrent-transfers)` : '';
       if (obs.retrievalFailures > 0) {
         // The last attempt's findings stay the message: what was missing, different or refused is what the user acts on.
         const found = status.reason === 'ResultsUnverified' ? status.message : undefined;
         phase(ctx, 'Retrieving', 'ResultsUnverified', found ?? `the results could not be verified yet (try ${obs.retrievalFailures}); the pod stays for spec.limits.retrieveGraceSeconds`);
-        return step({ type: 'retrieveResults' }, Math.min(60_000, 2000 * 2 ** obs.retrievalFailures));
+        return step({ type: 'retrieveResults' }, transferring ? obs.settings.pollIntervalMs : Math.min(60_000, 2000 * 2 ** obs.retrievalFailures));
       }
-      phase(ctx, 'Retrieving', 'Retrieving', `the job exited with code ${job.exitCode ?? 'unknown'}; retrieving and verifying its results`);
-      return step({ type: 'retrieveResults' });
+      phase(ctx, 'Retrieving', 'Retrieving', `the job exited with code ${job.exitCode ?? 'unknown'}; retrieving and verifying its results${slot}`);
+      return step({ type: 'retrieveResults' }, transferring ? obs.settings.pollIntervalMs : 0);
     }
   }
 }

@@ -62,6 +62,8 @@ export interface Observation {
    * while the status lacks results after the job ended.
    */
   storedResults?: StoredResults;
+  /** This run's retrieval in the transfer pool (transfers.ts): waiting for a slot, running, or ended and not yet applied. */
+  transfer?: { state: 'queued'; ahead: number } | { state: 'running' } | { state: 'settled' };
   settings: DecideSettings;
 }
 

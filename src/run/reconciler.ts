@@ -20,6 +20,7 @@ import { decide, transitionEvent } from './decide.ts';
 import { stillCurrent } from './fresh-view.ts';
 import type { DecideSettings, Observation, RunEvent } from './model.ts';
 import { buildCreatePodRequest } from './pod-request.ts';
+import type { RetrievalPool } from './retrieval.ts';
 import { RunApi, type SshSecret } from './run-api.ts';
 import { RunEvidence } from './run-evidence.ts';
 
@@ -47,6 +48,8 @@ export interface ReconcileCall {
   signal?: AbortSignal;
   progress?: () => void;
   log?: Logger;
+  /** Where retrievals run off the workers (the controller's pool); without it they run inside the reconcile. */
+  transfers?: RetrievalPool;
 }
 
 export class RunReconciler {
@@ -105,7 +108,7 @@ export class RunReconciler {
         this.#options.logger.info({ namespace, name, action: decision.action.type }, 'status write met a conflict; re-read and re-applied what the step learned'));
       if (transition) this.#options.events.record(current, transition);
     }
-    if (decision.action.type === 'removeFinalizer') this.#forget(run);
+    if (decision.action.type === 'removeFinalizer') this.#forget(run, call.transfers);
     return this.#requeue(run.metadata.uid, decision.requeue);
   }
 
@@ -132,7 +135,11 @@ export class RunReconciler {
     const podState = ssh ? await readPodState(ssh, stateDirOf(uid), call.signal).catch((error: unknown) => this.#unreadable(run, error)) : undefined;
     const now = this.#options.now?.() ?? new Date();
     const location = resultLocation(this.#options.resultsDir, namespace, run.metadata.name, uid);
-    const storedResults = status.job?.finishedAt && !status.results?.retrievedAt && !isTerminal(status.phase)
+    const transfer = call.transfers?.look(uid);
+    // While a pooled transfer runs, what it commits is applied by the step that takes its outcome. Once
+    // it settled, the commit is adopted like any other: the pod may be gone before that step comes.
+    const transferBusy = transfer !== undefined && transfer.state !== 'settled';
+    const storedResults = !transferBusy && status.job?.finishedAt && !status.results?.retrievedAt && !isTerminal(status.phase)
       ? await committedResults(location).then((found) => found && { files: found.files, bytes: found.bytes, location, verifiedAt: found.committedAt })
       : undefined;
     const learnedSpend = this.#evidence.spend(uid);
@@ -158,6 +165,7 @@ export class RunReconciler {
       podState,
       retrievalFailures: this.#evidence.retrievalFailures(uid),
       ...(storedResults ? { storedResults } : {}),
+      ...(transfer ? { transfer: transfer.state === 'queued' ? { state: 'queued', ahead: transfer.ahead } : { state: transfer.state } } : {}),
       spend: learnedSpend || snapshot ? { ...learnedSpend, runningUsdPerHour: snapshot?.runningUsdPerHour } : undefined,
       settings: this.#options.settings,
     };
@@ -167,7 +175,7 @@ export class RunReconciler {
       resultLocation: location,
       evidence: this.#evidence,
       refreshPods: () => account?.observer.refreshSoon(),
-      signal: call.signal, progress: call.progress, metrics: this.#options.metrics,
+      signal: call.signal, progress: call.progress, metrics: this.#options.metrics, transfers: call.transfers,
       buildCreateRequest: (attemptName, attemptNumber, gpuType) => {
         if (!spec || !sshKeys) throw new Error('cannot create a pod without a valid spec and SSH keys');
         return buildCreatePodRequest({
@@ -218,7 +226,8 @@ export class RunReconciler {
     return requeue === 'none' ? {} : { requeueAfterMs: requeue.afterMs };
   }
 
-  #forget(run: RunpodRun): void {
+  #forget(run: RunpodRun, transfers: RetrievalPool | undefined): void {
+    transfers?.abort(run.metadata.uid, 'the run is gone');
     this.#credentialRetries.delete(run.metadata.uid);
     this.#options.accounts.forgetRun(run.metadata.uid);
     const podIds = [run.status?.pod?.id, ...(run.status?.strayPods ?? [])].filter((podId): podId is string => Boolean(podId));

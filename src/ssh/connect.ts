@@ -56,6 +56,15 @@ export class SshConnection {
     this.#closed = true;
     this.client.end();
   }
+
+  /**
+   * Closes at once, without waiting for the other side to answer the disconnect: what runs over the
+   * connection fails now, even over a slow or stalled link (an aborted transfer).
+   */
+  destroy(): void {
+    this.#closed = true;
+    this.client.destroy();
+  }
 }
 
 export async function connectPinned(options: ConnectOptions): Promise<SshConnection> {

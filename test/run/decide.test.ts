@@ -376,6 +376,22 @@ describe('decide: the job on a ready pod', () => {
     assert.deepEqual(exited.action, { type: 'retrieveResults' });
   });
 
+  test('a retrieval in the transfer pool: says how many transfers are ahead, and is looked at again after a poll, not at once', () => {
+    const exited = state({}, { status: 'exited', startedAt: 1_800_000_000, endedAt: 1_800_000_100, exitCode: 0 });
+    const first = decide(observe({ ...listed(), podState: exited }, readyStatus()));
+    assert.deepEqual(first.requeue, { afterMs: 0 }, 'nothing in the pool yet: the step starts the transfer');
+    const queued = decide(observe({ ...listed(), podState: exited, transfer: { state: 'queued', ahead: 2 } }, first.status));
+    assert.equal(queued.status.reason, 'Retrieving');
+    assert.match(queued.status.message!, /retrieving and verifying its results; waiting for a transfer slot \(2 ahead, --max-concurrent-transfers\)/);
+    assert.deepEqual(queued.action, { type: 'retrieveResults' });
+    assert.deepEqual(queued.requeue, { afterMs: 5000 });
+    const running = decide(observe({ ...listed(), podState: exited, transfer: { state: 'running' } }, queued.status));
+    assert.doesNotMatch(running.status.message!, /waiting for a transfer slot/);
+    assert.deepEqual(running.requeue, { afterMs: 5000 });
+    const settled = decide(observe({ ...listed(), podState: exited, transfer: { state: 'settled' } }, running.status));
+    assert.deepEqual([settled.action, settled.requeue], [{ type: 'retrieveResults' }, { afterMs: 0 }], 'the step takes the outcome');
+  });
+
   test('a failed job\'s last log lines go into a Warning event once', () => {
     const exited = state({ logTail: 'step 1\nstep 2\nTraceback: boom\n' }, { status: 'exited', startedAt: 1, endedAt: 2, exitCode: 3 });
     const first = decide(observe({ ...listed(), podState: exited }, readyStatus()));

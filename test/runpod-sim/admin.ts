@@ -59,6 +59,13 @@ const armFault: AdminHandler = async (core, req) => {
     else setTimeout(() => void vanish(), fault.afterMs).unref();
     return json(200, { armed: fault });
   }
+  if (fault.fault === 'slow-link') {
+    // Not queued: every connection to the pod's ports from now on is paced (the ones open keep their speed).
+    const pod = core.state.alivePod(fault.podId);
+    if (!pod) return fail(problem(400, `no live pod ${fault.podId}`));
+    pod.linkBytesPerSecond = fault.bytesPerSecond;
+    return json(200, { armed: fault });
+  }
   if (fault.fault === 'container-exit') {
     // Not queued either: the container ends `count` times, one restart apart.
     const pod = core.state.alivePod(fault.podId);

@@ -111,6 +111,7 @@ const createPod: ApiHandler = async (core, { req, principal }) => {
     cudaVersion: type.cudaVersion,
     costPerHr,
     reachableAfter: 0,
+    linkBytesPerSecond: null,
   });
   const slow = core.faults.take('slow-boot');
   if (slow) record.reachableAfter = Date.now() + slow.delayMs;

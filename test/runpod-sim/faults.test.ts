@@ -129,6 +129,27 @@ describe('fault injection', () => {
     await assertNoLeaks(sim.adminUrl);
   });
 
+  test('slow-link paces what the pod sends on connections opened after it, not before', async () => {
+    const host = keyPair();
+    const client = keyPair();
+    const created = await call(sim, 'POST', '/v2/pods', { key: KEY, body: sshdPodBody('paced', host, client) });
+    const id = String(field(created.body, 'id'));
+    const port = await waitForSsh(sim, KEY, id);
+    const before = await sshConnect(port, host, client);
+    const bytesPerSecond = 20_000;
+    await injectFault(sim.adminUrl, { fault: 'slow-link', podId: id, bytesPerSecond });
+    const paced = await sshConnect(port, host, client);
+    const startedAt = Date.now();
+    assert.equal((await sshExec(paced, 'head -c 60000 /dev/zero')).length, 60_000);
+    // A lower bound only: pacing makes it at least this slow, however loaded the machine is.
+    assert.ok(Date.now() - startedAt >= 2500, `60000 bytes at ${bytesPerSecond} B/s took only ${Date.now() - startedAt} ms`);
+    assert.equal((await sshExec(before, 'echo still')), 'still\n');
+    paced.end();
+    before.end();
+    await deleteAll(sim);
+    await assertNoLeaks(sim.adminUrl);
+  });
+
   test('bad fault bodies are refused with 400', async () => {
     const response = await fetch(`${sim.adminUrl}/faults`, { method: 'POST', body: JSON.stringify({ fault: 'meteor', count: 1 }) });
     assert.equal(response.status, 400);

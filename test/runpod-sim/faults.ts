@@ -16,6 +16,8 @@ export const faultSchema = z.discriminatedUnion('fault', [
   z.strictObject({ fault: z.literal('not-found-flap'), count, podId: z.string().min(1) }),
   z.strictObject({ fault: z.literal('vanish'), count, podId: z.string().min(1), afterMs: z.number().int().nonnegative().default(0) }),
   z.strictObject({ fault: z.literal('slow-boot'), count, delayMs: z.number().int().nonnegative() }),
+  // A slow network between the pod and the controller: long transfers (large results) take long.
+  z.strictObject({ fault: z.literal('slow-link'), count, podId: z.string().min(1), bytesPerSecond: z.number().int().positive() }),
   // The container's main process ends on its own. RUNNING: Runpod restarts it (a restart loop when
   // repeated, API-NOTES §4.1); EXITED or ERROR: the pod stays so (openapi-v2.json PodStatus), billing its disk.
   z.strictObject({

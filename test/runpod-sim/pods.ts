@@ -23,6 +23,7 @@ import { mkdirSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import { once } from 'node:events';
+import { Transform } from 'node:stream';
 import type { SimConfig } from './config.ts';
 import type { PodRecord, PortMapping } from './state.ts';
 import { splitArgs } from './argv.ts';
@@ -393,7 +394,8 @@ export class RealPod {
     });
     proc.stdin.on('error', () => undefined);
     socket.pipe(proc.stdin);
-    proc.stdout.pipe(socket);
+    const pace = this.record.linkBytesPerSecond;
+    (pace === null ? proc.stdout : proc.stdout.pipe(pacedStream(pace))).pipe(socket);
     proc.on('exit', () => {
       this.relays.delete(proc);
       socket.end();
@@ -523,4 +525,22 @@ function tcpPorts(ports: readonly string[]): number[] {
     return type === 'tcp' ? [Number(port)] : [];
   });
   return [...new Set(tcp)];
+}
+
+/** Passes bytes on no faster than `bytesPerSecond` (slow-link fault), in slices of a tenth of a second. */
+function pacedStream(bytesPerSecond: number): Transform {
+  const slice = Math.max(1, Math.floor(bytesPerSecond / 10));
+  return new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      const pieces: Buffer[] = [];
+      for (let at = 0; at < chunk.length; at += slice) pieces.push(chunk.subarray(at, at + slice));
+      const next = (): void => {
+        const piece = pieces.shift();
+        if (!piece) return callback();
+        this.push(piece);
+        setTimeout(next, (piece.length / bytesPerSecond) * 1000).unref();
+      };
+      next();
+    },
+  });
 }

@@ -65,6 +65,8 @@ export interface PodRecord {
   container: ContainerState | null;
   /** Earliest time the pod's ports may be reached (slow-boot fault, boot delay). */
   reachableAfter: number;
+  /** slow-link fault: what the pod's TCP ports send out is paced to this many bytes per second (null: full speed). */
+  linkBytesPerSecond: number | null;
 }
 
 export type Principal =

@@ -1,0 +1,75 @@
+// The retrieveResults step. With a transfer pool (the controller's), the step only starts the
+// transfer in the pool and returns; the reconcile the pool asks for when it ends takes the outcome
+// and applies it. Without one (tests and benches calling reconcile directly), it transfers inline
+// over the reconcile's connection, as a worker would have held it before the pool.
+import type { RunpodRunStatus } from '../api/status.ts';
+import { runDirOf, stateDirOf } from '../pod/index.ts';
+import { connectPinned, type SshConnection } from '../ssh/index.ts';
+import type { ActContext } from './act.ts';
+import { applyRetrievalOutcome, type RetrievalOutcome } from './decide.ts';
+import { retrieveResults } from './job-steps.ts';
+import type { TransferPool } from './transfers.ts';
+
+export type RetrievalPool = TransferPool<RetrievalOutcome>;
+
+export async function retrieve(ctx: ActContext): Promise<RunpodRunStatus | undefined> {
+  const pool = ctx.transfers;
+  if (!pool) {
+    if (!ctx.ssh) throw new Error('no SSH connection to the pod this time');
+    return record(ctx, await transfer(ctx, ctx.ssh, ctx.signal, ctx.progress));
+  }
+  const uid = ctx.run.metadata.uid;
+  const settled = pool.take(uid);
+  if (settled) {
+    // A failed transfer fails this reconcile, as it did inline: retried with the queue's backoff.
+    if (!settled.ok) throw settled.error;
+    return record(ctx, settled.value);
+  }
+  pool.start(uid, `${ctx.run.metadata.namespace}/${ctx.run.metadata.name}`, (signal, progress) => transferOverOwnConnection(ctx, signal, progress));
+  return undefined;
+}
+
+/** Before the pod goes (deadline, cancel, deletion): its transfer stops, its staging is discarded. */
+export function abortRetrievalBeforeDelete(ctx: ActContext, podId: string): void {
+  if (podId === ctx.run.status?.pod?.id) ctx.transfers?.abort(ctx.run.metadata.uid, `pod ${podId} is being deleted`);
+}
+
+function record(ctx: ActContext, outcome: RetrievalOutcome): RunpodRunStatus {
+  const uid = ctx.run.metadata.uid;
+  if (outcome.kind === 'verified') {
+    ctx.evidence.retrievalVerified(uid);
+    ctx.metrics?.resultsRetrieved(outcome.files, outcome.bytes);
+  } else ctx.evidence.retrievalFailed(uid);
+  const status = structuredClone(ctx.run.status ?? {});
+  applyRetrievalOutcome(ctx.obs, status, outcome);
+  return status;
+}
+
+function transfer(ctx: ActContext, ssh: SshConnection, signal: AbortSignal | undefined, progress: (() => void) | undefined): Promise<RetrievalOutcome> {
+  if (!ctx.spec) throw new Error('the run has no valid spec');
+  const uid = ctx.run.metadata.uid;
+  return retrieveResults(ssh, { runDir: runDirOf(uid), stateDir: stateDirOf(uid) }, ctx.spec, ctx.resultLocation, {
+    ...(signal ? { signal } : {}), ...(progress ? { onProgress: progress } : {}),
+  });
+}
+
+/** The reconcile's connection closes when the reconcile ends: a pooled transfer opens its own. */
+async function transferOverOwnConnection(ctx: ActContext, signal: AbortSignal, progress: () => void): Promise<RetrievalOutcome> {
+  const pod = ctx.run.status?.pod;
+  const keys = ctx.sshKeys;
+  if (!keys || !pod?.sshHost || !pod.sshPort) throw new Error('the pod has no SSH address or the run no SSH keys');
+  const ssh = await connectPinned({
+    host: pod.sshHost, port: pod.sshPort, username: 'root',
+    privateKey: keys.clientPrivateKey, hostPublicKey: keys.hostPublicKey, readyTimeoutMs: 15_000, signal,
+  });
+  ctx.metrics?.sshConnection('ok');
+  // Destroying the connection ends whatever runs over it (an exec, a transfer) at once, however slow the link.
+  const close = (): void => ssh.destroy();
+  signal.addEventListener('abort', close, { once: true });
+  try {
+    return await transfer(ctx, ssh, signal, progress);
+  } finally {
+    signal.removeEventListener('abort', close);
+    ssh.close();
+  }
+}
