@@ -71,6 +71,12 @@ export const faultGenerators = {
     plan: (random) => ({ count: random.int(1, 2), delayMs: random.pick([3000, 10_000, 25_000, 70_000]) }),
     arm: (params) => ({ fault: 'slow-boot', count: num(params, 'count'), delayMs: num(params, 'delayMs') }),
   },
+  'slow-link': {
+    targetsPod: true,
+    // A slow path between the controller and a pod: retrievals over it take minutes, in the transfer pool.
+    plan: (random) => ({ bytesPerSecond: random.pick([64_000, 256_000, 1_000_000]) }),
+    arm: (params, target) => target && { fault: 'slow-link', count: 1, podId: target.id, bytesPerSecond: num(params, 'bytesPerSecond') },
+  },
   'container-exit': {
     targetsPod: true,
     // Mostly a crash that Runpod restarts (the job dies with it); sometimes a pod left EXITED or ERROR.
