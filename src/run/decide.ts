@@ -79,6 +79,9 @@ function decideStep(ctx: Context): Step {
 
   adoptAfterAmbiguousCreate(ctx);
   adoptStoredResults(ctx);
+  // A transfer that ended in the pool is taken before anything looks at the pod: the watchdog deletes a
+  // pod once its results are marked retrieved, so the pod may be gone, and what was verified must count.
+  if (obs.transfer?.state === 'settled' && !status.results?.retrievedAt) return step({ type: 'retrieveResults' });
   markStrays(ctx);
   // When the cancel was first seen (durable: its bound survives a restart).
   if (spec.cancel) setCondition(status, 'CancelRequested', 'True', 'Cancelled', 'spec.cancel is set', obs.run.generation, obs.now);

@@ -136,10 +136,8 @@ export class RunReconciler {
     const now = this.#options.now?.() ?? new Date();
     const location = resultLocation(this.#options.resultsDir, namespace, run.metadata.name, uid);
     const transfer = call.transfers?.look(uid);
-    // While a pooled transfer runs, what it commits is applied by the step that takes its outcome. Once
-    // it settled, the commit is adopted like any other: the pod may be gone before that step comes.
-    const transferBusy = transfer !== undefined && transfer.state !== 'settled';
-    const storedResults = !transferBusy && status.job?.finishedAt && !status.results?.retrievedAt && !isTerminal(status.phase)
+    // A pooled transfer's outcome is applied by the step that takes it (it commits the results first).
+    const storedResults = !transfer && status.job?.finishedAt && !status.results?.retrievedAt && !isTerminal(status.phase)
       ? await committedResults(location).then((found) => found && { files: found.files, bytes: found.bytes, location, verifiedAt: found.committedAt })
       : undefined;
     const learnedSpend = this.#evidence.spend(uid);

@@ -85,6 +85,8 @@ void test('inFlight() shows a blocked reconcile growing idle, and progress() res
   });
   controller.start();
   controller.enqueue('ns/blocked');
+  // Counted from when the reconcile began, which a loaded machine may start late.
+  while (!ctxOf) await delay(5);
   await delay(120);
   const [blocked] = controller.inFlight();
   assert.equal(blocked?.key, 'ns/blocked');

@@ -392,6 +392,15 @@ describe('decide: the job on a ready pod', () => {
     assert.deepEqual([settled.action, settled.requeue], [{ type: 'retrieveResults' }, { afterMs: 0 }], 'the step takes the outcome');
   });
 
+  test('a settled transfer is taken before anything looks at the pod: its pod may be gone already (the watchdog deletes a marked pod)', () => {
+    const exited = state({}, { status: 'exited', startedAt: 1_800_000_000, endedAt: 1_800_000_100, exitCode: 0 });
+    const running = decide(observe({ ...listed(), podState: exited, transfer: { state: 'running' } }, readyStatus())).status;
+    // The pod is no longer listed and SSH is gone: without the take, the run would end without its results.
+    const gone = decide(observe({ now: at(200), pods: { listedAt: at(200), items: [] }, transfer: { state: 'settled' } }, running));
+    assert.deepEqual(gone.action, { type: 'retrieveResults' });
+    assert.notEqual(gone.status.phase, 'Failed');
+  });
+
   test('a failed job\'s last log lines go into a Warning event once', () => {
     const exited = state({ logTail: 'step 1\nstep 2\nTraceback: boom\n' }, { status: 'exited', startedAt: 1, endedAt: 2, exitCode: 3 });
     const first = decide(observe({ ...listed(), podState: exited }, readyStatus()));
