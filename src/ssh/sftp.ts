@@ -31,10 +31,21 @@ type Callback<T> = (err: Error | undefined | null, value: T) => void;
 export class SftpSession {
   readonly #sftp: SFTPWrapper;
   readonly #conn: SshConnection;
+  /** Set once the channel is ended or closed (by either side, or with the connection). */
+  #gone = false;
+  /** Rejecters of the requests still waiting for an answer. */
+  readonly #pending = new Set<(err: unknown) => void>();
 
   private constructor(sftp: SFTPWrapper, conn: SshConnection) {
     this.#sftp = sftp;
     this.#conn = conn;
+    // ssh2 answers the requests outstanding when the channel closes, but a request made after
+    // that is dropped without an answer (its callback never runs): a close() of a handle after
+    // the connection was destroyed would wait forever. Once the channel is gone, every request
+    // still waiting, and every new one, fails at once.
+    const gone = (): void => this.#markGone();
+    sftp.once('end', gone);
+    sftp.once('close', gone);
   }
 
   static open(conn: SshConnection): Promise<SftpSession> {
@@ -120,11 +131,23 @@ export class SftpSession {
 
   end(): void {
     this.#sftp.end();
+    this.#markGone();
+  }
+
+  #markGone(): void {
+    this.#gone = true;
+    const pending = [...this.#pending];
+    this.#pending.clear();
+    for (const fail of pending) fail(new Error('the SFTP channel is closed'));
   }
 
   #call<T>(what: string, path: string, start: (cb: Callback<T>) => void): Promise<T> {
     return new Promise<T>((resolve, reject) => {
+      let settled = false;
       const onError = (err: unknown): void => {
+        if (settled) return;
+        settled = true;
+        this.#pending.delete(onError);
         if (this.#conn.closed) {
           reject(this.#conn.closedError(`SFTP ${what} ${printable(path, 300)}`));
           return;
@@ -133,10 +156,19 @@ export class SftpSession {
         const code = (err as { code?: unknown } | undefined)?.code;
         reject(new SftpError(what, path, typeof code === 'number' ? code : undefined, message, err));
       };
+      if (this.#gone || this.#conn.closed) {
+        onError(new Error('the SFTP channel is closed'));
+        return;
+      }
+      this.#pending.add(onError);
       try {
         start((err, value) => {
           if (err) onError(err);
-          else resolve(value);
+          else if (!settled) {
+            settled = true;
+            this.#pending.delete(onError);
+            resolve(value);
+          }
         });
       } catch (err) {
         // ssh2 throws synchronously when the channel is gone or an extension is missing.

@@ -120,7 +120,7 @@ export async function downloadFile(conn: SshConnection, remotePath: string, loca
       const limit = options.expectedSize === undefined ? Infinity : options.expectedSize + 1;
       await mkdir(dirname(localPath), { recursive: true });
       await pipeline(
-        readPipelined(sftp, handle, remotePath, limit),
+        readPipelined(sftp, handle, remotePath, limit, signal),
         async function* (chunks: AsyncIterable<Buffer>) {
           for await (const chunk of chunks) {
             hash.update(chunk);
@@ -133,7 +133,10 @@ export async function downloadFile(conn: SshConnection, remotePath: string, loca
         signal ? { signal } : {},
       );
     } finally {
-      await sftp.close(handle, remotePath).catch(() => undefined);
+      // After an abort the close is sent but not waited for: over a slow link its answer comes
+      // only after the data of the reads still in flight, and nothing here needs it.
+      const closed = sftp.close(handle, remotePath).catch(() => undefined);
+      if (!signal?.aborted) await closed;
     }
     const sha256 = hash.digest('hex');
     if (options.expectedSize !== undefined && bytes !== options.expectedSize) {
@@ -157,9 +160,12 @@ export async function downloadFile(conn: SshConnection, remotePath: string, loca
 
 /**
  * Yields the file's bytes in order while keeping up to READ_WINDOW reads in flight, so a link's
- * round trip does not cap throughput at one chunk per RTT. Stops at end of file or `limit` bytes.
+ * round trip does not cap throughput at one chunk per RTT. Stops at end of file or `limit` bytes,
+ * and at once when `signal` aborts: a read still in flight is not waited for, since over a slow
+ * link the window's data could take minutes to arrive (the handle's close is queued behind those
+ * reads on the server, which answers a handle's requests in order).
  */
-async function* readPipelined(sftp: SftpSession, handle: Buffer, path: string, limit: number): AsyncGenerator<Buffer> {
+async function* readPipelined(sftp: SftpSession, handle: Buffer, path: string, limit: number, signal?: AbortSignal): AsyncGenerator<Buffer> {
   const inFlight: { length: number; data: Promise<Buffer> }[] = [];
   let next = 0;
   let eof = false;
@@ -177,16 +183,27 @@ async function* readPipelined(sftp: SftpSession, handle: Buffer, path: string, l
   try {
     fill();
     for (let request = inFlight.shift(); request; request = inFlight.shift()) {
-      const chunk = await request.data;
+      const chunk = await untilAborted(request.data, signal);
       if (chunk.length < request.length) eof = true;
       if (chunk.length > 0) yield chunk;
       if (eof) break;
       fill();
     }
   } finally {
-    // Reads still in flight must finish before the handle is closed under them.
-    await Promise.allSettled(inFlight.map((request) => request.data));
+    // Reads still in flight must finish before the handle is closed under them, unless aborted.
+    if (!signal?.aborted) await Promise.allSettled(inFlight.map((request) => request.data));
   }
+}
+
+/** `promise`, or a rejection with the abort error as soon as `signal` aborts. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(abortError(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(abortError(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 /** One chunk; a server may answer a read with fewer bytes than asked without being at the end. */
