@@ -12,6 +12,7 @@ import { conditionIs, isTerminal } from './conditions.ts';
 import { resolveJobInputs, type JobInputsVerdict } from './job-inputs.ts';
 import { sshJobHost } from './job-host.ts';
 import { runDirOf, stateDirOf } from '../pod/index.ts';
+import { exponentialDelay } from '../kube/backoff.ts';
 import { splitKey } from '../kube/keys.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import type { Accounts } from './accounts.ts';
@@ -229,7 +230,7 @@ export class RunReconciler {
       const retries = (this.#credentialRetries.get(uid) ?? 0) + 1;
       this.#credentialRetries.set(uid, retries);
       // Capped low: nothing watches Secrets, so this is how soon a newly created one is noticed.
-      return { requeueAfterMs: Math.min(30_000, 1000 * 2 ** Math.min(retries - 1, 5)) };
+      return { requeueAfterMs: exponentialDelay(1000, 30_000, retries - 1) };
     }
     this.#credentialRetries.delete(uid);
     return requeue === 'none' ? {} : { requeueAfterMs: requeue.afterMs };
