@@ -3,6 +3,7 @@
 // error -> logged and dropped, requeueAfter -> forget + addAfter, success -> forget.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../log.ts';
+import { realClock, type Clock } from './clock.ts';
 import { describeError, isConflict, TerminalError } from './errors.ts';
 import type { ControllerObserver, QueueObserver, ReconcileResultLabel } from './instrumentation.ts';
 import { WorkQueue } from './queue.ts';
@@ -37,6 +38,8 @@ export interface ControllerOptions {
   observer?: ControllerObserver;
   /** Given to the queue the controller creates (ignored with `queue`). */
   queueObserver?: QueueObserver;
+  /** Times each reconcile (in-flight ages, durations) and drives the queue the controller creates. */
+  clock?: Clock;
 }
 
 /** A reconcile in flight, as the health check sees it. */
@@ -68,6 +71,7 @@ export class Controller {
   readonly #reconcile: Reconciler;
   readonly #log: Logger;
   readonly #workers: number;
+  readonly #clock: Clock;
   readonly #abort = new AbortController();
   #running: Promise<void>[] = [];
   #started = false;
@@ -84,7 +88,8 @@ export class Controller {
     this.#reconcile = opts.reconcile;
     this.#log = opts.log.child({ controller: opts.name });
     this.#workers = workers;
-    this.queue = opts.queue ?? new WorkQueue(opts.queueObserver ? { observer: opts.queueObserver } : {});
+    this.#clock = opts.clock ?? realClock;
+    this.queue = opts.queue ?? new WorkQueue({ clock: this.#clock, ...(opts.queueObserver ? { observer: opts.queueObserver } : {}) });
     this.#observer = opts.observer;
   }
 
@@ -93,7 +98,7 @@ export class Controller {
   }
 
   /** The reconciles running now, oldest first. */
-  inFlight(now = performance.now()): InFlightReconcile[] {
+  inFlight(now = this.#clock.now()): InFlightReconcile[] {
     return [...this.#inFlight.values()]
       .map((r) => ({ key: r.key, runningMs: now - r.startedAt, idleMs: now - r.progressAt }))
       .sort((a, b) => b.runningMs - a.runningMs);
@@ -155,10 +160,10 @@ export class Controller {
     const reconcileId = randomUUID();
     const [namespace, name] = splitKey(key);
     const log = this.#log.child(namespace ? { namespace, name, reconcileId } : { key, reconcileId });
-    const started = performance.now();
+    const started = this.#clock.now();
     const running: Running = { key, startedAt: started, progressAt: started };
     this.#inFlight.set(reconcileId, running);
-    const progress = (): void => { running.progressAt = performance.now(); };
+    const progress = (): void => { running.progressAt = this.#clock.now(); };
     let outcome: ReconcileOutcome;
     let requeueAfter: number | undefined;
     try {
@@ -190,7 +195,7 @@ export class Controller {
     }
     this.#inFlight.delete(reconcileId);
     this.#counts[outcome] += 1;
-    const ms = performance.now() - started;
+    const ms = this.#clock.now() - started;
     this.#observer?.reconciled(resultLabel(outcome, requeueAfter), ms / 1000,
       outcome === 'terminal_error' ? 'terminal' : outcome === 'error' || outcome === 'conflict' ? 'retried' : undefined);
     log.debug({ outcome, ms: Math.round(ms) }, 'reconciled');

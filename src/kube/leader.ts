@@ -7,6 +7,7 @@
 // candidate watches the Lease and tries as soon as it shows no holder.
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type KubernetesObject, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from '../log.ts';
+import { jittered } from './backoff.ts';
 import { realClock, sleep, type Clock } from './clock.ts';
 import { describeError, isNotFound } from './errors.ts';
 import { decide, jitterFactor, released, sameRecord, validateTimings, type LeaderRecord } from './leader-record.ts';
@@ -186,7 +187,7 @@ export class LeaderElector {
       while (!stopped.aborted) {
         if ((await this.#tryAcquireOrRenew(this.#renewDeadlineMs)) === true) return true;
         if (!wake.signal.aborted) {
-          await sleep(this.#clock, this.#retryPeriodMs * (1 + jitterFactor * this.#random()), AbortSignal.any([stopped, wake.signal]));
+          await sleep(this.#clock, jittered(this.#retryPeriodMs, jitterFactor, this.#random), AbortSignal.any([stopped, wake.signal]));
         }
         wake = new AbortController();
       }

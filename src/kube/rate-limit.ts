@@ -1,6 +1,7 @@
 // The two halves of client-go's DefaultControllerRateLimiter: a per-key exponential backoff (one
 // failing key backs off on its own) and a global token bucket (a burst of failing keys cannot turn
 // into a retry storm against the API server or Runpod).
+import { exponentialDelay, jittered } from './backoff.ts';
 import { realClock, type Clock } from './clock.ts';
 
 export interface ExponentialBackoffOptions {
@@ -24,7 +25,7 @@ export class PerKeyExponentialBackoff {
   when(key: string): number {
     const failures = this.#failures.get(key) ?? 0;
     this.#failures.set(key, failures + 1);
-    return Math.min(this.#maxDelayMs, this.#baseDelayMs * 2 ** failures);
+    return exponentialDelay(this.#baseDelayMs, this.#maxDelayMs, failures);
   }
 
   numRequeues(key: string): number {
@@ -110,9 +111,9 @@ export class RetryBackoff {
     const now = clock.now();
     if (now - this.#lastFailure >= resetAfterMs) this.#attempt = 0;
     this.#lastFailure = now;
-    const nominal = Math.min(maxMs, initialMs * 2 ** this.#attempt);
+    const nominal = exponentialDelay(initialMs, maxMs, this.#attempt);
     this.#attempt += 1;
-    return nominal * (1 + jitter * random());
+    return jittered(nominal, jitter, random);
   }
 
   reset(): void {

@@ -2,6 +2,7 @@
 // per account in use. An account nobody has asked about for a while stops being observed, but it is
 // never forgotten: the sweeper still lists it for strays (a finished run's account may have them).
 import { createHash } from 'node:crypto';
+import { realClock, type Clock } from '../kube/clock.ts';
 import type { Logger } from '../log.ts';
 import { createRunpodClient, type RunpodCallObserver, type RunpodClient } from '../runpod/index.ts';
 import { PodObserver } from '../runpod/observer.ts';
@@ -20,12 +21,17 @@ export interface AccountsOptions {
   idleMs?: number;
   /** Shared by every account's client (metrics). */
   runpodObserver?: RunpodCallObserver;
+  /** Measures how long an account's observer went unused. */
+  clock?: Clock;
 }
 
 export class Accounts {
   #options: AccountsOptions;
   #known = new Map<string, KnownAccount>();
   #observed = new Map<string, PodObserver>();
+  /** When each observed account was last used (clock time), by account id. */
+  #lastUsed = new Map<string, number>();
+  readonly #clock: Clock;
   /**
    * The key each run last read from its Secret, by run UID, so that deleting the run can still
    * delete its pods when the Secret went first (namespace deletion, `kubectl delete -f dir/`).
@@ -37,6 +43,7 @@ export class Accounts {
 
   constructor(options: AccountsOptions) {
     this.#options = options;
+    this.#clock = options.clock ?? realClock;
     const idleMs = options.idleMs ?? 15 * 60_000;
     this.#idleTimer = setInterval(() => this.#stopIdle(idleMs), Math.min(idleMs, 60_000));
     this.#idleTimer.unref();
@@ -54,7 +61,7 @@ export class Accounts {
       observer.start();
       this.#observed.set(known.id, observer);
     }
-    observer.lastUsed = Date.now();
+    this.#lastUsed.set(known.id, this.#clock.now());
     return { ...known, observer };
   }
 
@@ -98,6 +105,7 @@ export class Accounts {
     clearInterval(this.#idleTimer);
     for (const observer of this.#observed.values()) observer.stop();
     this.#observed.clear();
+    this.#lastUsed.clear();
     for (const { client } of this.#known.values()) await client.close();
     this.#known.clear();
     this.#runKeys.clear();
@@ -105,9 +113,10 @@ export class Accounts {
 
   #stopIdle(idleMs: number): void {
     for (const [id, observer] of this.#observed) {
-      if (Date.now() - observer.lastUsed > idleMs) {
+      if (this.#clock.now() - (this.#lastUsed.get(id) ?? 0) > idleMs) {
         observer.stop();
         this.#observed.delete(id);
+        this.#lastUsed.delete(id);
       }
     }
   }

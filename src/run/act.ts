@@ -1,16 +1,17 @@
-// Carries out the one step decide() chose. Each step is a single call (Runpod, SSH or the API
-// server); what it learned is applied to the status by the pure apply*Outcome functions.
+// Carries out the one step decide() chose. Each step is a single call (Runpod through the pod
+// backend, SSH through the job host, or the API server); what it learned is applied to the status by
+// the pure apply*Outcome functions.
 import type { RunpodRun } from '../api/runpodrun.ts';
 import type { RunpodRunSpec } from '../api/spec.ts';
 import type { RunpodRunStatus } from '../api/status.ts';
 import { registerSecret } from '../log.ts';
-import { runDirOf, stateDirOf } from '../pod/index.ts';
-import { isRunpodError, podPricePerHour, rankGpuTypes, type Pod, type RunpodClient } from '../runpod/index.ts';
-import { connectPinned, generateRunKeys, HostKeyMismatchError, isNotReadyYet, protectPrivateKey, type SshConnection } from '../ssh/index.ts';
+import { isRunpodError, podPricePerHour, rankGpuTypes, type CreatePodRequest, type Pod } from '../runpod/index.ts';
+import { generateRunKeys, HostKeyMismatchError, isNotReadyYet, protectPrivateKey, type SshConnection } from '../ssh/index.ts';
 import { applyCreateOutcome, applyProbeOutcome, type CreateOutcome, type ProbeOutcome } from './decide.ts';
 import type { JobInputs } from './job-inputs.ts';
-import { cancelJob, setKeep, startJob } from './job-steps.ts';
+import { noConnectionMessage, type JobHost } from './job-host.ts';
 import type { Action, Observation, PodView, SpendFacts } from './model.ts';
+import type { PodBackend } from './pod-backend.ts';
 import { abortRetrievalBeforeDelete, retrieve, type RetrievalPool } from './retrieval.ts';
 import type { RunApi, SshSecret } from './run-api.ts';
 import type { RunEvidence } from './run-evidence.ts';
@@ -19,9 +20,12 @@ export interface ActContext {
   run: RunpodRun;
   obs: Observation;
   spec?: RunpodRunSpec;
-  client?: RunpodClient;
+  /** The Runpod side, for the run's account; absent when its credentials are missing. */
+  pods?: PodBackend | undefined;
   sshKeys?: SshSecret;
-  /** The reconcile's one SSH connection to a ready pod (opened by observe to read the pod's state). */
+  /** The SSH side: the probe, and the job's steps over the reconcile's connection when it has one. */
+  jobHost: JobHost;
+  /** The reconcile's one SSH connection to a ready pod (opened by observe to read the pod's state); retrieval uses it. */
   ssh?: SshConnection;
   jobInputs?: JobInputs;
   /** Where this run's verified results go. */
@@ -29,7 +33,9 @@ export interface ActContext {
   runs: RunApi;
   /** What this process learned that decide() reads back through the observation. */
   evidence: RunEvidence;
-  buildCreateRequest: (attemptName: string, attemptNumber: number, gpuType: string) => Parameters<RunpodClient['createPod']>[0];
+  buildCreateRequest: (attemptName: string, attemptNumber: number, gpuType: string) => CreatePodRequest;
+  /** Wall-clock time for what the step records (lost answers, deletes sent, looks): compared with pod lists' listedAt. */
+  now: () => Date;
   refreshPods: () => void;
   /** Aborted when this replica must stop acting (shutdown, lost leadership): no new Runpod call starts. */
   signal?: AbortSignal | undefined;
@@ -80,33 +86,34 @@ export async function act(action: Action, ctx: ActContext): Promise<RunpodRunSta
       await lookForGonePod(ctx, action.podId);
       return undefined;
     case 'setKeep':
-      await setKeep(requireSsh(ctx), stateDirOf(ctx.run.metadata.uid), action.keep);
+      await connectedHost(ctx).setKeep(action.keep);
       return undefined;
     case 'startJob': {
       if (!ctx.jobInputs) throw new Error('the job\'s env and files could not all be read from the namespace');
-      await startJob(requireSsh(ctx), { runDir: runDirOf(ctx.run.metadata.uid), stateDir: stateDirOf(ctx.run.metadata.uid) }, requireAccount(ctx).spec, ctx.jobInputs);
+      const host = connectedHost(ctx);
+      await host.startJob(requireAccount(ctx).spec, ctx.jobInputs);
       return undefined;
     }
     case 'cancelJob':
-      await cancelJob(requireSsh(ctx), stateDirOf(ctx.run.metadata.uid));
+      await connectedHost(ctx).cancelJob();
       return undefined;
     case 'retrieveResults':
       return retrieve(ctx);
   }
 }
 
-function requireSsh(ctx: ActContext): SshConnection {
-  if (!ctx.ssh) throw new Error('no SSH connection to the pod this time');
-  return ctx.ssh;
+function connectedHost(ctx: ActContext): JobHost {
+  if (!ctx.jobHost.connected) throw new Error(noConnectionMessage);
+  return ctx.jobHost;
 }
 
 /** With gpu.auto and nothing in stock: how many out-of-stock types a capacity wait walks (each round sends one create per type). */
 const outOfStockCandidates = 3;
 
 async function readCatalog(ctx: ActContext): Promise<void> {
-  const { spec, client } = requireAccount(ctx);
+  const { spec, pods } = requireAccount(ctx);
   const auto = spec.gpu.auto ?? {};
-  const offers = await client.listGpuTypes({ cloud: spec.cloud, gpuCount: spec.gpu.count, signal: ctx.signal });
+  const offers = await pods.catalog({ cloud: spec.cloud, gpuCount: spec.gpu.count }, ctx.signal);
   const criteria = {
     cloud: spec.cloud, gpuCount: spec.gpu.count, minVramGb: auto.minVramGb,
     maxPricePerHour: auto.maxPricePerHour === undefined ? undefined : Number(auto.maxPricePerHour),
@@ -120,14 +127,14 @@ async function readCatalog(ctx: ActContext): Promise<void> {
 }
 
 async function createPod(ctx: ActContext, attemptName: string, attemptNumber: number, gpuType: string): Promise<RunpodRunStatus> {
-  const { client } = requireAccount(ctx);
+  const { pods } = requireAccount(ctx);
   const status = structuredClone(ctx.run.status ?? {});
   let outcome: CreateOutcome;
   try {
-    const pod = await client.createPod(ctx.buildCreateRequest(attemptName, attemptNumber, gpuType), { signal: ctx.signal });
+    const pod = await pods.createPod(ctx.buildCreateRequest(attemptName, attemptNumber, gpuType), ctx.signal);
     outcome = { kind: 'created', pod: podView(pod) };
   } catch (error) {
-    outcome = createFailure(error);
+    outcome = createFailure(error, ctx.now());
   }
   if (outcome.kind === 'spend-limit') {
     const spend = await spendFigures(ctx, gpuType);
@@ -139,8 +146,7 @@ async function createPod(ctx: ActContext, attemptName: string, attemptNumber: nu
   return status;
 }
 
-function createFailure(error: unknown): CreateOutcome {
-  const lostAt = new Date();
+function createFailure(error: unknown, lostAt: Date): CreateOutcome {
   if (!isRunpodError(error)) return { kind: 'ambiguous', message: 'the create call failed in an unexpected way', lostAt };
   const message = error.message;
   switch (error.kind) {
@@ -162,15 +168,15 @@ function createFailure(error: unknown): CreateOutcome {
  * account:read scope) and the refused pod's list price (the catalog). Either may stay unknown.
  */
 async function spendFigures(ctx: ActContext, gpuType: string): Promise<SpendFacts> {
-  const { client, spec } = requireAccount(ctx);
+  const { pods, spec } = requireAccount(ctx);
   const facts: SpendFacts = {};
   try {
-    facts.limitUsdPerHour = (await client.getAccountLimits()).spendRate;
+    facts.limitUsdPerHour = await pods.spendLimitUsdPerHour();
   } catch {
     // Unknown: the wait retries blind, more slowly.
   }
   try {
-    const offer = (await client.listGpuTypes({ cloud: spec.cloud, gpuCount: spec.gpu.count })).find((o) => o.id === gpuType);
+    const offer = (await pods.catalog({ cloud: spec.cloud, gpuCount: spec.gpu.count })).find((o) => o.id === gpuType);
     const price = offer ? podPricePerHour(offer, spec.cloud, spec.gpu.count) : null;
     if (price !== null) facts.podUsdPerHour = price;
   } catch {
@@ -189,11 +195,7 @@ async function probeSsh(ctx: ActContext, host: string, port: number): Promise<Ru
   if (!keys) return undefined;
   let outcome: ProbeOutcome;
   try {
-    const connection = await connectPinned({
-      host, port, username: 'root', privateKey: keys.clientPrivateKey, hostPublicKey: keys.hostPublicKey, readyTimeoutMs: 15_000,
-      ...(ctx.signal ? { signal: ctx.signal } : {}),
-    });
-    connection.close();
+    await ctx.jobHost.probe({ host, port, keys }, ctx.signal);
     ctx.metrics?.sshConnection('ok');
     outcome = { kind: 'ready' };
   } catch (error) {
@@ -210,43 +212,39 @@ async function probeSsh(ctx: ActContext, host: string, port: number): Promise<Ru
 }
 
 async function deletePod(ctx: ActContext, podId: string): Promise<void> {
-  const { client } = requireClient(ctx);
+  const { pods } = requireClient(ctx);
   const deletion = ctx.evidence.deletion(podId);
-  try {
-    await client.deletePod(podId, { signal: ctx.signal });
-  } catch (error) {
-    if (!isRunpodError(error, 'not-found')) throw error;
-    // Already gone is one look's worth of evidence, not proof.
-    deletion.notFoundLooks++;
-  }
-  deletion.sentAt = new Date();
+  // Already gone is one look's worth of evidence, not proof.
+  if (await pods.deletePod(podId, ctx.signal) === 'notFound') deletion.notFoundLooks++;
+  deletion.sentAt = ctx.now();
   ctx.evidence.recordDeletion(podId, deletion);
   ctx.refreshPods();
 }
 
 async function lookForGonePod(ctx: ActContext, podId: string): Promise<void> {
-  const { client } = requireClient(ctx);
+  const { pods } = requireClient(ctx);
   const deletion = ctx.evidence.deletion(podId);
   // Before the GET: a list started after this moment saw the pod after this look.
-  deletion.lookedAt = new Date();
-  try {
-    await client.getPod(podId, { signal: ctx.signal });
+  deletion.lookedAt = ctx.now();
+  if (await pods.lookForPod(podId, ctx.signal) === 'found') {
     // Alive after all: the evidence restarts, and a delete that did not take is sent again.
     deletion.notFoundLooks = 0;
-    if (deletion.sentAt && Date.now() - deletion.sentAt.getTime() > 30_000) delete deletion.sentAt;
-  } catch (error) {
-    if (!isRunpodError(error, 'not-found')) throw error;
+    if (deletion.sentAt && ctx.now().getTime() - deletion.sentAt.getTime() > resendUnconfirmedDeleteMs) delete deletion.sentAt;
+  } else {
     deletion.notFoundLooks++;
   }
   ctx.evidence.recordDeletion(podId, deletion);
 }
 
-function requireClient(ctx: ActContext): { client: RunpodClient } {
-  if (!ctx.client) throw new Error('no Runpod account for this run (credentials missing)');
-  return { client: ctx.client };
+/** A pod still found this long after its delete was sent: the delete did not take, it is sent again. */
+const resendUnconfirmedDeleteMs = 30_000;
+
+function requireClient(ctx: ActContext): { pods: PodBackend } {
+  if (!ctx.pods) throw new Error('no Runpod account for this run (credentials missing)');
+  return { pods: ctx.pods };
 }
 
-function requireAccount(ctx: ActContext): { client: RunpodClient; spec: RunpodRunSpec } {
+function requireAccount(ctx: ActContext): { pods: PodBackend; spec: RunpodRunSpec } {
   if (!ctx.spec) throw new Error('the run has no valid spec');
   return { ...requireClient(ctx), spec: ctx.spec };
 }

@@ -1,5 +1,6 @@
 // Following a pod that exists: the deadline, readiness, the graces and the cost cap, then the job
 // as one SSH exec per poll reads it (verdicts, keepPod, start, cancel, retrieval).
+import { exponentialDelay } from '../kube/backoff.ts';
 import { setCondition, conditionIs } from './conditions.ts';
 import type { RunpodRunStatus, Reason } from '../api/status.ts';
 import type { RunpodRunSpec } from '../api/spec.ts';
@@ -164,7 +165,7 @@ function followJob(ctx: Context, spec: RunpodRunSpec): Step {
         // The last attempt's findings stay the message: what was missing, different or refused is what the user acts on.
         const found = status.reason === 'ResultsUnverified' ? status.message : undefined;
         phase(ctx, 'Retrieving', 'ResultsUnverified', found ?? `the results could not be verified yet (try ${obs.retrievalFailures}); the pod stays for spec.limits.retrieveGraceSeconds`);
-        return step({ type: 'retrieveResults' }, transferring ? obs.settings.pollIntervalMs : Math.min(60_000, 2000 * 2 ** obs.retrievalFailures));
+        return step({ type: 'retrieveResults' }, transferring ? obs.settings.pollIntervalMs : exponentialDelay(2000, 60_000, obs.retrievalFailures));
       }
       phase(ctx, 'Retrieving', 'Retrieving', `the job exited with code ${job.exitCode ?? 'unknown'}; retrieving and verifying its results${slot}`);
       return step({ type: 'retrieveResults' }, transferring ? obs.settings.pollIntervalMs : 0);

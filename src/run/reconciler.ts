@@ -10,8 +10,9 @@ import { committedResults, resultLocation } from '../results/store.ts';
 import { connectPinned, HostKeyMismatchError, type SshConnection } from '../ssh/index.ts';
 import { conditionIs, isTerminal } from './conditions.ts';
 import { resolveJobInputs, type JobInputsVerdict } from './job-inputs.ts';
-import { readPodState } from './job-steps.ts';
-import { stateDirOf } from '../pod/index.ts';
+import { sshJobHost } from './job-host.ts';
+import { runDirOf, stateDirOf } from '../pod/index.ts';
+import { exponentialDelay } from '../kube/backoff.ts';
 import { splitKey } from '../kube/keys.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import type { Accounts } from './accounts.ts';
@@ -19,6 +20,7 @@ import { act, podView, protectSshKeys, type ActContext, type ReconcilerMetrics }
 import { decide, transitionEvent } from './decide.ts';
 import { stillCurrent } from './fresh-view.ts';
 import type { DecideSettings, Observation, RunEvent } from './model.ts';
+import { runpodPodBackend } from './pod-backend.ts';
 import { buildCreatePodRequest } from './pod-request.ts';
 import type { RetrievalPool } from './retrieval.ts';
 import { RunApi, type SshSecret } from './run-api.ts';
@@ -38,6 +40,7 @@ export interface RunReconcilerOptions {
   settings: DecideSettings;
   events: EventSink;
   logger: Logger;
+  /** The wall clock of observations and of what act records (tests pin it); default new Date(). */
   now?: () => Date;
   metrics?: ReconcilerMetrics;
 }
@@ -132,8 +135,9 @@ export class RunReconciler {
       ? await resolveJobInputs(this.runs, namespace, spec.job)
       : { ok: true, inputs: { env: {}, files: [] } };
     const ssh = await this.#connectIfReady(run, status, sshKeys, call.signal);
-    const podState = ssh ? await readPodState(ssh, stateDirOf(uid), call.signal).catch((error: unknown) => this.#unreadable(run, error)) : undefined;
-    const now = this.#options.now?.() ?? new Date();
+    const jobHost = sshJobHost(ssh, { runDir: runDirOf(uid), stateDir: stateDirOf(uid) });
+    const podState = ssh ? await jobHost.readState(call.signal).catch((error: unknown) => this.#unreadable(run, error)) : undefined;
+    const now = this.#now();
     const location = resultLocation(this.#options.resultsDir, namespace, run.metadata.name, uid);
     const transfer = call.transfers?.look(uid);
     // A pooled transfer's outcome is applied by the step that takes it (it commits the results first).
@@ -168,7 +172,8 @@ export class RunReconciler {
       settings: this.#options.settings,
     };
     const context: Omit<ActContext, 'run'> = {
-      obs, spec, client: account?.client, sshKeys, runs: this.runs, ssh,
+      obs, spec, pods: account && runpodPodBackend(account.client), sshKeys, runs: this.runs, ssh, jobHost,
+      now: () => this.#now(),
       jobInputs: jobInputs.ok ? jobInputs.inputs : undefined,
       resultLocation: location,
       evidence: this.#evidence,
@@ -183,6 +188,11 @@ export class RunReconciler {
       },
     };
     return { obs, context };
+  }
+
+  /** The one source of wall-clock time for observations and for what act records. */
+  #now(): Date {
+    return this.#options.now?.() ?? new Date();
   }
 
   /** One SSH connection per reconcile to a ready, live pod; undefined when there is none or it does not answer. */
@@ -218,7 +228,7 @@ export class RunReconciler {
       const retries = (this.#credentialRetries.get(uid) ?? 0) + 1;
       this.#credentialRetries.set(uid, retries);
       // Capped low: nothing watches Secrets, so this is how soon a newly created one is noticed.
-      return { requeueAfterMs: Math.min(30_000, 1000 * 2 ** Math.min(retries - 1, 5)) };
+      return { requeueAfterMs: exponentialDelay(1000, 30_000, retries - 1) };
     }
     this.#credentialRetries.delete(uid);
     return requeue === 'none' ? {} : { requeueAfterMs: requeue.afterMs };

@@ -110,6 +110,7 @@ export class Sweeper {
   }
 
   async #listOwned(account: KnownAccount): Promise<{ at: number; pods: Pod[] } | undefined> {
+    // Wall time, not the injected clock: the grace compares it with Runpod's createdAt.
     const at = Date.now();
     try {
       const pods = await account.client.listPods();

@@ -3,6 +3,7 @@
 import type { Logger } from '../log.ts';
 import { POD_ENV } from '../pod/protocol.ts';
 import type { RunpodClient } from './client.ts';
+import { systemClock, type Clock, type TimerHandle } from './clock.ts';
 import { isRunpodError } from './errors.ts';
 import type { Pod } from './schemas.ts';
 
@@ -28,23 +29,26 @@ export interface PodObserverOptions {
   logger: Logger;
   /** Called with the run UIDs whose pods changed (appeared, went, or changed state or endpoint). */
   onChange: (runUids: string[]) => void;
+  /** Schedules the lists (tests pin it). */
+  clock?: Clock;
 }
 
 export class PodObserver {
   #options: PodObserverOptions;
   #snapshot: PodSnapshot | undefined;
-  #timer: NodeJS.Timeout | undefined;
-  /** When the next list is due (Date.now() time), while one is scheduled. */
+  #timer: TimerHandle | undefined;
+  readonly #clock: Clock;
+  /** When the next list is due (clock time), while one is scheduled. */
   #dueAt: number | undefined;
   #refreshAfterPoll = false;
   #stopped = false;
   #polling: Promise<void> | undefined;
   #rejected = false;
   #forbidden: string | undefined;
-  lastUsed = Date.now();
 
   constructor(options: PodObserverOptions) {
     this.#options = options;
+    this.#clock = options.clock ?? systemClock;
   }
 
   get snapshot(): PodSnapshot | undefined {
@@ -67,7 +71,11 @@ export class PodObserver {
 
   stop(): void {
     this.#stopped = true;
-    clearTimeout(this.#timer);
+    this.#clearTimer();
+  }
+
+  #clearTimer(): void {
+    if (this.#timer !== undefined) this.#clock.clearTimer(this.#timer);
   }
 
   /**
@@ -79,15 +87,15 @@ export class PodObserver {
     if (this.#stopped) return;
     // A list in flight began before whatever asks now: the next one comes soon after it.
     if (this.#polling) { this.#refreshAfterPoll = true; return; }
-    const at = Date.now() + Math.max(1000, this.#options.pollIntervalMs / 5);
+    const at = this.#clock.now() + Math.max(1000, this.#options.pollIntervalMs / 5);
     if (this.#dueAt !== undefined && this.#dueAt <= at) return;
-    this.#schedule(at - Date.now());
+    this.#schedule(at - this.#clock.now());
   }
 
   #schedule(afterMs: number): void {
-    clearTimeout(this.#timer);
-    this.#dueAt = Date.now() + afterMs;
-    this.#timer = setTimeout(() => void this.#poll(), afterMs);
+    this.#clearTimer();
+    this.#dueAt = this.#clock.now() + afterMs;
+    this.#timer = this.#clock.setTimer(() => void this.#poll(), afterMs);
   }
 
   async #poll(): Promise<void> {

@@ -1,0 +1,48 @@
+// The SSH side of act(), behind one small interface: probe the pod's sshd, and over the reconcile's
+// one connection read the pod's state, set keepPod, start the job, cancel it. The implementation
+// over job-steps.ts binds the connection and the run's directories on the pod; act's table tests
+// run on a fake (test/run/act.test.ts). Retrieval is not here: it is retrieval.ts's (the transfer pool).
+import type { RunpodRunSpec } from '../api/spec.ts';
+import type { PodState } from '../pod/index.ts';
+import { connectPinned, type SshConnection } from '../ssh/index.ts';
+import type { JobInputs } from './job-inputs.ts';
+import { cancelJob, readPodState, setKeep, startJob, type PodDirs } from './job-steps.ts';
+import type { SshSecret } from './run-api.ts';
+
+export interface ProbeTarget { host: string; port: number; keys: SshSecret }
+
+export interface JobHost {
+  /** Whether this reconcile holds a connection to the pod (the steps below need one). */
+  readonly connected: boolean;
+  /** One pinned handshake, closed at once; throws as connectPinned does (HostKeyMismatchError, not ready yet, ...). */
+  probe(target: ProbeTarget, signal?: AbortSignal): Promise<void>;
+  readState(signal?: AbortSignal): Promise<PodState>;
+  setKeep(keep: boolean): Promise<void>;
+  startJob(spec: RunpodRunSpec, inputs: JobInputs): Promise<void>;
+  cancelJob(): Promise<void>;
+}
+
+/** The message of every step tried without a connection. */
+export const noConnectionMessage = 'no SSH connection to the pod this time';
+
+/** The job host of one run's pod, over the reconcile's connection (when it has one) and job-steps.ts. */
+export function sshJobHost(ssh: SshConnection | undefined, dirs: PodDirs): JobHost {
+  const connection = (): SshConnection => {
+    if (!ssh) throw new Error(noConnectionMessage);
+    return ssh;
+  };
+  return {
+    connected: ssh !== undefined,
+    async probe({ host, port, keys }, signal) {
+      const probe = await connectPinned({
+        host, port, username: 'root', privateKey: keys.clientPrivateKey, hostPublicKey: keys.hostPublicKey, readyTimeoutMs: 15_000,
+        ...(signal ? { signal } : {}),
+      });
+      probe.close();
+    },
+    readState: (signal) => readPodState(connection(), dirs.stateDir, signal),
+    setKeep: (keep) => setKeep(connection(), dirs.stateDir, keep),
+    startJob: (spec, inputs) => startJob(connection(), dirs, spec, inputs),
+    cancelJob: () => cancelJob(connection(), dirs.stateDir),
+  };
+}

@@ -1,0 +1,49 @@
+// The Runpod side of act(), behind one small interface (crossplane-runtime's external client): the
+// catalog, a create, a delete, a look for a pod that may be gone, the account's spend limit. act
+// judges what the answers mean; the implementation over the Runpod client only makes the calls, so
+// act's table tests run on a fake (test/run/act.test.ts).
+import { isRunpodError, type CreatePodRequest, type GpuTypeOffer, type Pod, type RunpodClient } from '../runpod/index.ts';
+import type { RunpodRunSpec } from '../api/spec.ts';
+
+export interface CatalogQuery { cloud: RunpodRunSpec['cloud']; gpuCount: number }
+
+export interface PodBackend {
+  /** Every GPU type on offer for this pod shape, with its stock. */
+  catalog(query: CatalogQuery, signal?: AbortSignal): Promise<GpuTypeOffer[]>;
+  /** The created pod; a refusal or a lost answer throws a RunpodError whose kind says which. */
+  createPod(request: CreatePodRequest, signal?: AbortSignal): Promise<Pod>;
+  /** 'notFound' on Runpod's 404 (one look's worth of evidence, not proof); any other refusal throws. */
+  deletePod(podId: string, signal?: AbortSignal): Promise<'deleted' | 'notFound'>;
+  /** 'missing' on Runpod's 404; any other failure throws. */
+  lookForPod(podId: string, signal?: AbortSignal): Promise<'found' | 'missing'>;
+  /** The account's spend limit in USD/h (needs the key's account:read scope; throws without it). */
+  spendLimitUsdPerHour(): Promise<number>;
+}
+
+/** The pod backend of one account, over its Runpod client. */
+export function runpodPodBackend(client: RunpodClient): PodBackend {
+  const withSignal = (signal: AbortSignal | undefined): { signal?: AbortSignal } => (signal ? { signal } : {});
+  return {
+    catalog: ({ cloud, gpuCount }, signal) => client.listGpuTypes({ cloud, gpuCount, ...withSignal(signal) }),
+    createPod: (request, signal) => client.createPod(request, { signal }),
+    async deletePod(podId, signal) {
+      try {
+        await client.deletePod(podId, { signal });
+        return 'deleted';
+      } catch (error) {
+        if (isRunpodError(error, 'not-found')) return 'notFound';
+        throw error;
+      }
+    },
+    async lookForPod(podId, signal) {
+      try {
+        await client.getPod(podId, { signal });
+        return 'found';
+      } catch (error) {
+        if (isRunpodError(error, 'not-found')) return 'missing';
+        throw error;
+      }
+    },
+    spendLimitUsdPerHour: async () => (await client.getAccountLimits()).spendRate,
+  };
+}

@@ -1,0 +1,324 @@
+// act() on fakes of its two seams (the pod backend, the job host): one row per action and outcome,
+// each asserting the status act returns and the evidence it records. The fakes answer as the real
+// implementations do (RunpodError kinds, 'notFound'/'missing', HostKeyMismatchError).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { RunpodRun } from '../../src/api/runpodrun.ts';
+import type { RunpodRunStatus } from '../../src/api/status.ts';
+import { act, type ActContext } from '../../src/run/act.ts';
+import { decide } from '../../src/run/decide.ts';
+import type { JobHost } from '../../src/run/job-host.ts';
+import type { Action, Observation } from '../../src/run/model.ts';
+import type { PodBackend } from '../../src/run/pod-backend.ts';
+import type { RunApi } from '../../src/run/run-api.ts';
+import { RunEvidence } from '../../src/run/run-evidence.ts';
+import type { GpuTypeOffer } from '../../src/runpod/catalog.ts';
+import { RunpodError, type RunpodErrorKind } from '../../src/runpod/index.ts';
+import { podSchema } from '../../src/runpod/schemas.ts';
+import { HostKeyMismatchError } from '../../src/ssh/errors.ts';
+import { at, observe, readyStatus, spec, ssh, t0 } from './fixture.ts';
+
+/** What act "learned" at: later than the observation, so a row sees which clock act used. */
+const actedAt = at(7);
+const keys = { clientPrivateKey: 'client-private', clientPublicKey: 'client-public', hostPrivateKey: 'host-private', hostPublicKey: 'host-public' };
+
+function offer(id: string, pricePerGpuHour: number, inStock = true): GpuTypeOffer {
+  const availability = inStock ? 'HIGH' : 'NONE';
+  return {
+    id, name: id, manufacturer: 'Nvidia', memoryGb: 48, availability, inStock, dataCenters: [], cudaVersions: [],
+    secure: { offered: true, pricePerGpuHour, maxCount: 8 }, community: { offered: true, pricePerGpuHour, maxCount: 8 },
+  };
+}
+
+const refusal = (kind: RunpodErrorKind, operation: 'createPod' | 'deletePod' | 'getPod' = 'createPod', retryAfterMs?: number): RunpodError =>
+  new RunpodError({ kind, operation, detail: `fake ${kind}`, retryAfterMs });
+
+interface Harness {
+  ctx: ActContext;
+  evidence: RunEvidence;
+  /** Every call the fakes saw, in order. */
+  calls: string[];
+}
+
+interface HarnessOptions {
+  status?: RunpodRunStatus;
+  obs?: Partial<Observation>;
+  pods?: Partial<PodBackend> | 'none';
+  host?: Partial<JobHost>;
+  ctx?: Partial<ActContext>;
+}
+
+function harness(options: HarnessOptions = {}): Harness {
+  const calls: string[] = [];
+  const status = options.status ?? {};
+  const obs = observe(options.obs ?? {}, status);
+  const evidence = new RunEvidence();
+  const unexpected = (what: string) => (): never => assert.fail(`unexpected call: ${what}`);
+  const pods: PodBackend = {
+    catalog: unexpected('catalog'), createPod: unexpected('createPod'), deletePod: unexpected('deletePod'),
+    lookForPod: unexpected('lookForPod'), spendLimitUsdPerHour: unexpected('spendLimitUsdPerHour'),
+    ...(options.pods === 'none' ? {} : options.pods),
+  };
+  const jobHost: JobHost = {
+    connected: true, probe: unexpected('probe'), readState: unexpected('readState'),
+    setKeep: (keep) => { calls.push(`setKeep ${keep}`); return Promise.resolve(); },
+    startJob: (_spec, inputs) => { calls.push(`startJob ${Object.keys(inputs.env).join(',')}`); return Promise.resolve(); },
+    cancelJob: () => { calls.push('cancelJob'); return Promise.resolve(); },
+    ...options.host,
+  };
+  const run = { apiVersion: 'v1', kind: 'RunpodRun', metadata: { name: 'r', namespace: 'ns', uid: 'uid-1' }, spec: {}, status } as unknown as RunpodRun;
+  const valid = obs.spec.ok ? obs.spec.spec : undefined;
+  const ctx: ActContext = {
+    run, obs, ...(valid ? { spec: valid } : {}),
+    ...(options.pods === 'none' ? {} : { pods }),
+    sshKeys: keys, jobHost, jobInputs: { env: { A: '1' }, files: [] },
+    resultLocation: '/nowhere', runs: {} as RunApi, evidence,
+    buildCreateRequest: (attemptName, attemptNumber, gpuType) => {
+      calls.push(`build ${attemptName} #${attemptNumber} ${gpuType}`);
+      return { name: attemptName, imageName: 'img', gpuTypeIds: [gpuType] };
+    },
+    refreshPods: () => { calls.push('refreshPods'); },
+    now: () => actedAt,
+    ...options.ctx,
+  };
+  return { ctx, evidence, calls };
+}
+
+// --- createPod ------------------------------------------------------------------------------------
+
+/** The status decide writes before the first create: attempt r-1 on type A, unanswered. */
+const beforeCreate = (): RunpodRunStatus => decide(observe()).status;
+const createAction: Action = { type: 'createPod', attemptName: 'r-1', attemptNumber: 1, gpuType: 'A' };
+
+async function create(answer: () => Promise<unknown>, pods: Partial<PodBackend> = {}): Promise<{ status: RunpodRunStatus; h: Harness }> {
+  const h = harness({ status: beforeCreate(), pods: { createPod: answer as PodBackend['createPod'], ...pods } });
+  const status = await act(createAction, h.ctx);
+  assert.ok(status, 'a create always returns the status it learned');
+  assert.deepEqual(h.calls, ['build r-1 #1 A', 'refreshPods']);
+  return { status, h };
+}
+
+test('createPod: created records the pod and moves to Provisioning/WaitingForSsh', async () => {
+  const created = podSchema.parse({ id: 'p1', name: 'r-1', status: 'RUNNING', gpu: { id: 'A', count: 1 }, cost: 0.5, createdAt: t0.toISOString() });
+  const { status } = await create(() => Promise.resolve(created));
+  assert.equal(status.attempts?.[0]?.outcome, 'Created');
+  assert.equal(status.attempts?.[0]?.podId, 'p1');
+  assert.equal(status.pod?.id, 'p1');
+  assert.equal(status.phase, 'Provisioning');
+  assert.equal(status.reason, 'WaitingForSsh');
+});
+
+test('createPod: capacity marks the attempt NoCapacity with Runpod\'s words', async () => {
+  const { status } = await create(() => Promise.reject(refusal('capacity')));
+  assert.equal(status.attempts?.[0]?.outcome, 'NoCapacity');
+  assert.match(status.attempts?.[0]?.message ?? '', /fake capacity/);
+  assert.equal(status.pod, undefined);
+});
+
+for (const [name, error, message] of [
+  ['an ambiguous RunpodError', refusal('ambiguous'), /fake ambiguous/],
+  ['a transient RunpodError', refusal('transient'), /fake transient/],
+  ['an error that is no RunpodError', new TypeError('boom'), /unexpected way/],
+] as const) {
+  test(`createPod: ${name} is Ambiguous, lost when act learned it (not when it observed)`, async () => {
+    const { status } = await create(() => Promise.reject(error));
+    assert.equal(status.attempts?.[0]?.outcome, 'Ambiguous');
+    assert.match(status.attempts?.[0]?.message ?? '', message);
+    assert.equal(status.attempts?.[0]?.lostAt, actedAt.toISOString());
+  });
+}
+
+test('createPod: rate-limited waits out Retry-After (Pending/RateLimited), nothing fails', async () => {
+  const { status } = await create(() => Promise.reject(refusal('rate-limited', 'createPod', 45_000)));
+  assert.equal(status.attempts?.[0]?.outcome, 'RateLimited');
+  assert.equal(status.attempts?.[0]?.retryAfter, new Date(t0.getTime() + 45_000).toISOString());
+  assert.equal(status.phase, 'Pending');
+  assert.equal(status.reason, 'RateLimited');
+});
+
+test('createPod: spend-limit records the account limit and the pod\'s price as evidence (Pending/SpendLimitReached)', async () => {
+  const { status, h } = await create(() => Promise.reject(refusal('spend-limit')), {
+    spendLimitUsdPerHour: () => Promise.resolve(10),
+    catalog: () => Promise.resolve([offer('A', 0.69), offer('B', 2)]),
+  });
+  assert.equal(status.attempts?.[0]?.outcome, 'SpendLimited');
+  assert.equal(status.phase, 'Pending');
+  assert.equal(status.reason, 'SpendLimitReached');
+  assert.equal(status.waitingSince, t0.toISOString());
+  assert.deepEqual(h.evidence.spend('uid-1'), { limitUsdPerHour: 10, podUsdPerHour: 0.69 });
+  assert.match(status.message ?? '', /account spend limit \$10\.00\/h, this pod needs \$0\.69\/h/);
+});
+
+test('createPod: spend-limit with neither figure readable still waits, blind', async () => {
+  const { status, h } = await create(() => Promise.reject(refusal('spend-limit')), {
+    spendLimitUsdPerHour: () => Promise.reject(refusal('forbidden', 'getPod')),
+    catalog: () => Promise.reject(refusal('transient', 'getPod')),
+  });
+  assert.equal(status.attempts?.[0]?.outcome, 'SpendLimited');
+  assert.deepEqual(h.evidence.spend('uid-1'), {});
+  assert.equal(status.attempts?.[0]?.retryAfter, new Date(t0.getTime() + 60_000).toISOString());
+});
+
+for (const [kind, reason] of [
+  ['balance', 'InsufficientBalance'], ['invalid', 'InvalidSpec'], ['unauthorized', 'CredentialsRejected'], ['forbidden', 'CredentialsInsufficient'],
+] as const) {
+  test(`createPod: ${kind} fails the run (${reason})`, async () => {
+    const { status } = await create(() => Promise.reject(refusal(kind)));
+    assert.equal(status.attempts?.[0]?.outcome, 'Failed');
+    assert.equal(status.phase, 'Failed');
+    assert.equal(status.reason, reason);
+  });
+}
+
+test('createPod without an account throws before any call', async () => {
+  const h = harness({ status: beforeCreate(), pods: 'none' });
+  await assert.rejects(act(createAction, h.ctx), /credentials missing/);
+  assert.deepEqual(h.calls, []);
+});
+
+// --- deletePod and the looks for a gone pod -------------------------------------------------------
+
+test('deletePod: deleted records when the delete was sent, no 404', async () => {
+  const h = harness({ pods: { deletePod: (podId) => { h.calls.push(`delete ${podId}`); return Promise.resolve('deleted' as const); } } });
+  assert.equal(await act({ type: 'deletePod', podId: 'p1' }, h.ctx), undefined);
+  assert.deepEqual(h.evidence.deletion('p1'), { notFoundLooks: 0, sentAt: actedAt });
+  assert.deepEqual(h.calls, ['delete p1', 'refreshPods']);
+});
+
+test('deletePod: a 404 is one look\'s worth of evidence, and the delete counts as sent', async () => {
+  const h = harness({ pods: { deletePod: () => Promise.resolve('notFound' as const) } });
+  await act({ type: 'deletePod', podId: 'p1' }, h.ctx);
+  assert.deepEqual(h.evidence.deletion('p1'), { notFoundLooks: 1, sentAt: actedAt });
+});
+
+test('deletePod: a refusal throws and records nothing', async () => {
+  const h = harness({ pods: { deletePod: () => Promise.reject(refusal('forbidden', 'deletePod')) } });
+  await assert.rejects(act({ type: 'deletePod', podId: 'p1' }, h.ctx), /fake forbidden/);
+  assert.deepEqual(h.evidence.deletions(), {});
+  assert.deepEqual(h.calls, []);
+});
+
+test('lookForGonePod: missing adds a 404 and the moment of the look', async () => {
+  const h = harness({ pods: { lookForPod: () => Promise.resolve('missing' as const) } });
+  h.evidence.recordDeletion('p1', { notFoundLooks: 1, sentAt: t0 });
+  await act({ type: 'lookForGonePod', podId: 'p1' }, h.ctx);
+  assert.deepEqual(h.evidence.deletion('p1'), { notFoundLooks: 2, sentAt: t0, lookedAt: actedAt });
+});
+
+test('lookForGonePod: found restarts the 404 count and keeps a recent delete', async () => {
+  const h = harness({ pods: { lookForPod: () => Promise.resolve('found' as const) } });
+  h.evidence.recordDeletion('p1', { notFoundLooks: 2, sentAt: t0 });
+  await act({ type: 'lookForGonePod', podId: 'p1' }, h.ctx);
+  assert.deepEqual(h.evidence.deletion('p1'), { notFoundLooks: 0, sentAt: t0, lookedAt: actedAt });
+});
+
+test('lookForGonePod: found more than 30 s after the delete was sent: the delete is sent again', async () => {
+  const h = harness({ pods: { lookForPod: () => Promise.resolve('found' as const) }, ctx: { now: () => at(31) } });
+  h.evidence.recordDeletion('p1', { notFoundLooks: 1, sentAt: t0 });
+  await act({ type: 'lookForGonePod', podId: 'p1' }, h.ctx);
+  assert.deepEqual(h.evidence.deletion('p1'), { notFoundLooks: 0, lookedAt: at(31) });
+});
+
+test('lookForGonePod: any other failure throws and records nothing', async () => {
+  const h = harness({ pods: { lookForPod: () => Promise.reject(refusal('transient', 'getPod')) } });
+  await assert.rejects(act({ type: 'lookForGonePod', podId: 'p1' }, h.ctx), /fake transient/);
+  assert.deepEqual(h.evidence.deletions(), {});
+});
+
+// --- readCatalog ----------------------------------------------------------------------------------
+
+test('readCatalog: the types in stock that fit, cheapest first, become the run\'s candidates', async () => {
+  const h = harness({ obs: { spec: spec({ gpu: { auto: { maxPricePerHour: '1.5' } } }) }, pods: { catalog: () => Promise.resolve([offer('B', 1), offer('A', 0.5), offer('C', 3), offer('D', 0.2, false)]) } });
+  await act({ type: 'readCatalog' }, h.ctx);
+  assert.deepEqual(h.evidence.catalog('uid-1'), [{ gpuType: 'A' }, { gpuType: 'B' }]);
+});
+
+test('readCatalog: nothing in stock: the three cheapest that fit are tried anyway', async () => {
+  const h = harness({ obs: { spec: spec({ gpu: { auto: {} } }) }, pods: { catalog: () => Promise.resolve(['D', 'C', 'B', 'A'].map((id, i) => offer(id, i + 1, false))) } });
+  await act({ type: 'readCatalog' }, h.ctx);
+  assert.deepEqual(h.evidence.catalog('uid-1'), [{ gpuType: 'D' }, { gpuType: 'C' }, { gpuType: 'B' }]);
+});
+
+// --- probeSsh -------------------------------------------------------------------------------------
+
+/** A created pod with its SSH endpoint, not yet ready. */
+function probing(answer: JobHost['probe']): Harness {
+  const status = readyStatus();
+  status.conditions = status.conditions?.filter((c) => c.type !== 'PodReady');
+  status.phase = 'Provisioning';
+  status.reason = 'WaitingForSsh';
+  const outcomes: string[] = [];
+  const h = harness({ status, host: { probe: answer }, ctx: { metrics: { sshConnection: (o) => outcomes.push(o), resultsRetrieved: () => undefined } } });
+  return { ...h, calls: outcomes };
+}
+
+const probeAction: Action = { type: 'probeSsh', podId: 'p1', host: ssh.host, port: ssh.port };
+
+test('probeSsh: ready sets PodReady and moves to Running', async () => {
+  let target: unknown;
+  const h = probing((t) => { target = t; return Promise.resolve(); });
+  const status = await act(probeAction, h.ctx);
+  assert.deepEqual(target, { host: ssh.host, port: ssh.port, keys });
+  assert.equal(status?.phase, 'Running');
+  assert.equal(status?.conditions?.find((c) => c.type === 'PodReady')?.status, 'True');
+  assert.deepEqual(h.calls, ['ok']);
+});
+
+test('probeSsh: untrusted (another host key) stays Provisioning/WaitingForSsh and says so', async () => {
+  const h = probing(() => Promise.reject(new HostKeyMismatchError('SHA256:pinned', 'SHA256:other', `${ssh.host}:${ssh.port}`)));
+  const status = await act(probeAction, h.ctx);
+  assert.equal(status?.phase, 'Provisioning');
+  assert.equal(status?.reason, 'WaitingForSsh');
+  assert.match(status?.message ?? '', /not the pinned one/);
+  assert.equal(status?.conditions?.find((c) => c.type === 'PodReady'), undefined);
+  assert.deepEqual(h.calls, ['host_key_mismatch']);
+});
+
+test('probeSsh: not yet (refused, timed out) learns nothing to write', async () => {
+  const h = probing(() => Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })));
+  assert.equal(await act(probeAction, h.ctx), undefined);
+  assert.deepEqual(h.calls, ['failed']);
+});
+
+test('probeSsh: without the run\'s SSH keys nothing is probed', async () => {
+  const h = harness({ status: readyStatus(), ctx: { sshKeys: undefined } });
+  assert.equal(await act(probeAction, h.ctx), undefined);
+});
+
+test('probeSsh: an abort is thrown, not taken for "not yet"', async () => {
+  const controller = new AbortController();
+  controller.abort(new Error('stopping'));
+  const h = probing(() => Promise.reject(new Error('aborted')));
+  await assert.rejects(act(probeAction, { ...h.ctx, signal: controller.signal }), /stopping/);
+});
+
+// --- the job's steps ------------------------------------------------------------------------------
+
+test('startJob sends the spec and the job inputs through the job host', async () => {
+  const h = harness();
+  assert.equal(await act({ type: 'startJob' }, h.ctx), undefined);
+  assert.deepEqual(h.calls, ['startJob A']);
+});
+
+test('startJob without its inputs throws before touching the pod', async () => {
+  const h = harness({ ctx: { jobInputs: undefined } });
+  await assert.rejects(act({ type: 'startJob' }, h.ctx), /env and files could not all be read/);
+  assert.deepEqual(h.calls, []);
+});
+
+for (const action of [{ type: 'cancelJob' }, { type: 'setKeep', keep: true }, { type: 'setKeep', keep: false }] as const) {
+  const label = action.type === 'setKeep' ? `setKeep ${action.keep}` : action.type;
+  test(`${label} goes to the job host and learns nothing to write`, async () => {
+    const h = harness();
+    assert.equal(await act(action, h.ctx), undefined);
+    assert.deepEqual(h.calls, [label]);
+  });
+}
+
+for (const action of [{ type: 'startJob' }, { type: 'cancelJob' }, { type: 'setKeep', keep: true }] as const) {
+  test(`${action.type} without a connection to the pod throws and sends nothing`, async () => {
+    const h = harness({ host: { connected: false } });
+    await assert.rejects(act(action, h.ctx), /no SSH connection to the pod this time/);
+    assert.deepEqual(h.calls, []);
+  });
+}
