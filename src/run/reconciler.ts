@@ -6,6 +6,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { finalizer, parseSpec, skipCleanupAnnotation, type RunpodRun } from '../api/runpodrun.ts';
 import type { RunpodRunStatus } from '../api/status.ts';
 import { registerSecret, type Logger } from '../log.ts';
+import { s3SettingsFor, s3Uri, type S3Defaults } from '../results/s3-store.ts';
 import { committedResults, resultLocation } from '../results/store.ts';
 import { connectPinned, HostKeyMismatchError, type SshConnection } from '../ssh/index.ts';
 import { conditionIs, isTerminal } from './conditions.ts';
@@ -16,9 +17,10 @@ import { splitKey } from '../kube/keys.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import type { Accounts } from './accounts.ts';
 import { act, podView, protectSshKeys, type ActContext, type ReconcilerMetrics } from './act.ts';
-import { decide, transitionEvent } from './decide.ts';
+import { decide, transitionEvent, type RetrievalOutcome } from './decide.ts';
 import { stillCurrent } from './fresh-view.ts';
-import type { DecideSettings, Observation, RunEvent } from './model.ts';
+import type { DecideSettings, Observation, RunEvent, StoredResults } from './model.ts';
+import type { TransferView } from './transfers.ts';
 import { buildCreatePodRequest } from './pod-request.ts';
 import type { RetrievalPool } from './retrieval.ts';
 import { RunApi, type SshSecret } from './run-api.ts';
@@ -34,6 +36,8 @@ export interface RunReconcilerOptions {
   scope: string;
   runpodApiUrl: string;
   resultsDir: string;
+  /** The controller's default bucket (--results-store s3://…); absent: results go to resultsDir unless a run names spec.results.s3. */
+  s3Defaults?: S3Defaults | undefined;
   watchdogPeriodMs: number;
   settings: DecideSettings;
   events: EventSink;
@@ -134,14 +138,17 @@ export class RunReconciler {
     const ssh = await this.#connectIfReady(run, status, sshKeys, call.signal);
     const podState = ssh ? await readPodState(ssh, stateDirOf(uid), call.signal).catch((error: unknown) => this.#unreadable(run, error)) : undefined;
     const now = this.#options.now?.() ?? new Date();
-    const location = resultLocation(this.#options.resultsDir, namespace, run.metadata.name, uid);
+    const s3 = s3SettingsFor(spec?.results.s3, this.#options.s3Defaults, { namespace, name: run.metadata.name, uid });
+    const location = s3 ? s3Uri(s3) : resultLocation(this.#options.resultsDir, namespace, run.metadata.name, uid);
     const transfer = call.transfers?.look(uid);
     // While a pooled transfer runs, what it commits is applied by the step that takes its outcome. Once
     // it settled, the commit is adopted like any other: the pod may be gone before that step comes.
     const transferBusy = transfer !== undefined && transfer.state !== 'settled';
-    const storedResults = !transferBusy && status.job?.finishedAt && !status.results?.retrievedAt && !isTerminal(status.phase)
-      ? await committedResults(location).then((found) => found && { files: found.files, bytes: found.bytes, location, verifiedAt: found.committedAt })
-      : undefined;
+    const adoptable = !transferBusy && status.job?.finishedAt && !status.results?.retrievedAt && !isTerminal(status.phase);
+    // Object storage: the verified outcome of a settled transfer is the proof (the watchdog may delete
+    // the marked pod before the step that takes it runs). The disk store's proof is its committed directory.
+    const storedResults = !adoptable ? undefined : s3 ? settledVerified(transfer)
+      : await committedResults(location).then((found) => found && { files: found.files, bytes: found.bytes, location, verifiedAt: found.committedAt });
     const learnedSpend = this.#evidence.spend(uid);
     const obs: Observation = {
       now,
@@ -172,7 +179,7 @@ export class RunReconciler {
     const context: Omit<ActContext, 'run'> = {
       obs, spec, client: account?.client, sshKeys, runs: this.runs, ssh,
       jobInputs: jobInputs.ok ? jobInputs.inputs : undefined,
-      resultLocation: location,
+      resultLocation: location, s3,
       evidence: this.#evidence,
       refreshPods: () => account?.observer.refreshSoon(),
       signal: call.signal, progress: call.progress, metrics: this.#options.metrics, transfers: call.transfers,
@@ -233,6 +240,12 @@ export class RunReconciler {
     const podIds = [run.status?.pod?.id, ...(run.status?.strayPods ?? [])].filter((podId): podId is string => Boolean(podId));
     this.#evidence.forgetRun(run.metadata.uid, podIds);
   }
+}
+
+function settledVerified(transfer: TransferView<RetrievalOutcome> | undefined): StoredResults | undefined {
+  if (transfer?.state !== 'settled' || !transfer.outcome.ok || transfer.outcome.value.kind !== 'verified') return undefined;
+  const { files, bytes, location, verifiedAt, path } = transfer.outcome.value;
+  return { files, bytes, location, verifiedAt, ...(path ? { path } : {}) };
 }
 
 /** What a run says when its key may not list pods: which call Runpod refused, and where the key is. */

@@ -8,6 +8,9 @@ import { connectPinned, type SshConnection } from '../ssh/index.ts';
 import type { ActContext } from './act.ts';
 import { applyRetrievalOutcome, type RetrievalOutcome } from './decide.ts';
 import { retrieveResults } from './job-steps.ts';
+import { retrieveResultsToS3 } from './s3-retrieval.ts';
+import { isS3Failure, s3FailureText } from '../results/s3-errors.ts';
+import { s3TargetFor, type S3Credentials } from '../results/s3-store.ts';
 import type { TransferPool } from './transfers.ts';
 
 export type RetrievalPool = TransferPool<RetrievalOutcome>;
@@ -45,12 +48,29 @@ function record(ctx: ActContext, outcome: RetrievalOutcome): RunpodRunStatus {
   return status;
 }
 
-function transfer(ctx: ActContext, ssh: SshConnection, signal: AbortSignal | undefined, progress: (() => void) | undefined): Promise<RetrievalOutcome> {
+async function transfer(ctx: ActContext, ssh: SshConnection, signal: AbortSignal | undefined, progress: (() => void) | undefined): Promise<RetrievalOutcome> {
   if (!ctx.spec) throw new Error('the run has no valid spec');
   const uid = ctx.run.metadata.uid;
-  return retrieveResults(ssh, { runDir: runDirOf(uid), stateDir: stateDirOf(uid) }, ctx.spec, ctx.resultLocation, {
-    ...(signal ? { signal } : {}), ...(progress ? { onProgress: progress } : {}),
-  });
+  const dirs = { runDir: runDirOf(uid), stateDir: stateDirOf(uid) };
+  const options = { ...(signal ? { signal } : {}), ...(progress ? { onProgress: progress } : {}) };
+  if (!ctx.s3) return retrieveResults(ssh, dirs, ctx.spec, ctx.resultLocation, options);
+  let credentials: S3Credentials | undefined;
+  if (ctx.s3.credentialsSecret) {
+    const read = await ctx.runs.s3Credentials(ctx.run.metadata.namespace, ctx.s3.credentialsSecret);
+    // Like a store that does not answer: the run waits within its retrieve grace for the Secret.
+    if (!read.ok) return { kind: 'unverified', message: read.message };
+    credentials = read.credentials;
+  }
+  const target = s3TargetFor(ctx.s3, credentials);
+  try {
+    return await retrieveResultsToS3(ssh, dirs, ctx.spec, target, options);
+  } catch (error) {
+    // The store refused or did not answer: an unverified try (retried within the grace), not a crashed step.
+    if (signal?.aborted || !isS3Failure(error)) throw error;
+    return { kind: 'unverified', message: `the object store ${ctx.resultLocation}: ${s3FailureText(error)}` };
+  } finally {
+    target.client.destroy();
+  }
 }
 
 /** The reconcile's connection closes when the reconcile ends: a pooled transfer opens its own. */

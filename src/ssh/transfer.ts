@@ -159,7 +159,7 @@ export async function downloadFile(conn: SshConnection, remotePath: string, loca
  * Yields the file's bytes in order while keeping up to READ_WINDOW reads in flight, so a link's
  * round trip does not cap throughput at one chunk per RTT. Stops at end of file or `limit` bytes.
  */
-async function* readPipelined(sftp: SftpSession, handle: Buffer, path: string, limit: number): AsyncGenerator<Buffer> {
+export async function* readPipelined(sftp: SftpSession, handle: Buffer, path: string, limit: number): AsyncGenerator<Buffer> {
   const inFlight: { length: number; data: Promise<Buffer> }[] = [];
   let next = 0;
   let eof = false;
