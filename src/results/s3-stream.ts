@@ -107,10 +107,10 @@ export async function headObject(client: S3Client, bucket: string, key: string, 
 }
 
 /** Puts a small in-memory object (job.log, SHA256SUMS) with its whole-object checksum and metadata sha256. */
-export async function putSmallObject(target: S3Target, key: string, body: Buffer, signal?: AbortSignal): Promise<string> {
+export async function putSmallObject(target: S3Target, key: string, body: Buffer, signal?: AbortSignal, metadata: Record<string, string> = {}): Promise<string> {
   const sha256 = createHash('sha256').update(body).digest('hex');
   await target.client.send(new PutObjectCommand({
-    Bucket: target.bucket, Key: key, Body: body, ContentLength: body.length, ChecksumSHA256: base64Digest(sha256), Metadata: objectMetadata(sha256),
+    Bucket: target.bucket, Key: key, Body: body, ContentLength: body.length, ChecksumSHA256: base64Digest(sha256), Metadata: { ...metadata, ...objectMetadata(sha256) },
     ...(key.endsWith('SHA256SUMS') ? { ContentType: 'text/plain; charset=utf-8' } : {}),
   }), signal ? { abortSignal: signal } : {});
   return sha256;

@@ -2,9 +2,9 @@
 // HeadObject (checksum mode) per file for its size, metadata sha256 and, for a single-part object,
 // its whole-object checksum; ListObjectsV2 under results/ for anything the manifest does not list.
 // Only a clean verdict lets the retrieval write SHA256SUMS and the `retrieved` marker.
-import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { HeadObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import type { ManifestFile } from '../ssh/index.ts';
-import { base64Digest, headObject } from './s3-stream.ts';
+import { base64Digest, headObject, putSmallObject } from './s3-stream.ts';
 import { resultKey, type S3Target } from './s3-target.ts';
 
 export interface ObjectsVerdict { missing: string[]; different: string[]; extra: string[] }
@@ -69,4 +69,31 @@ export function sha256sums(files: readonly ManifestFile[]): Buffer {
     return `\\${file.sha256}  ${name.replaceAll('\\', '\\\\').replaceAll('\n', '\\n').replaceAll('\r', '\\r')}\n`;
   });
   return Buffer.from(lines.join(''), 'utf8');
+}
+
+export const sumsKey = (target: S3Target): string => `${target.keyPrefix}SHA256SUMS`;
+
+/** What the store proves was verified: SHA256SUMS is written last, only after every object was. */
+export interface CommittedObjects { files: number; bytes: number; path: 'direct' | 'controller'; committedAt: Date }
+
+/** Writes SHA256SUMS (the commit: last, after verification), with the counts a later reader adopts. */
+export async function writeSums(target: S3Target, files: readonly ManifestFile[], path: 'direct' | 'controller', signal?: AbortSignal): Promise<void> {
+  const bytes = files.reduce((sum, file) => sum + file.size, 0);
+  await putSmallObject(target, sumsKey(target), sha256sums(files), signal, { files: String(files.length), bytes: String(bytes), path });
+}
+
+/** The run's committed result in the store, or undefined when there is none (as store.ts committedResults). */
+export async function committedObjects(target: S3Target, signal?: AbortSignal): Promise<CommittedObjects | undefined> {
+  try {
+    const head = await target.client.send(new HeadObjectCommand({ Bucket: target.bucket, Key: sumsKey(target) }), signal ? { abortSignal: signal } : {});
+    const files = Number(head.Metadata?.files);
+    const bytes = Number(head.Metadata?.bytes);
+    const path = head.Metadata?.path;
+    if (!Number.isSafeInteger(files) || !Number.isSafeInteger(bytes) || (path !== 'direct' && path !== 'controller')) return undefined;
+    return { files, bytes, path, committedAt: head.LastModified ?? new Date() };
+  } catch (error) {
+    const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+    if (status === 404 || (error as { name?: string }).name === 'NotFound') return undefined;
+    throw error;
+  }
 }

@@ -6,7 +6,9 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { finalizer, parseSpec, skipCleanupAnnotation, type RunpodRun } from '../api/runpodrun.ts';
 import type { RunpodRunStatus } from '../api/status.ts';
 import { registerSecret, type Logger } from '../log.ts';
-import { s3SettingsFor, s3Uri, type S3Defaults } from '../results/s3-store.ts';
+import { s3SettingsFor, s3Uri, type S3Defaults, type S3StoreSettings } from '../results/s3-store.ts';
+import { committedObjects } from '../results/s3-verify.ts';
+import { openS3Target } from './s3-access.ts';
 import { committedResults, resultLocation } from '../results/store.ts';
 import { connectPinned, HostKeyMismatchError, type SshConnection } from '../ssh/index.ts';
 import { conditionIs, isTerminal } from './conditions.ts';
@@ -147,7 +149,7 @@ export class RunReconciler {
     const adoptable = !transferBusy && status.job?.finishedAt && !status.results?.retrievedAt && !isTerminal(status.phase);
     // Object storage: the verified outcome of a settled transfer is the proof (the watchdog may delete
     // the marked pod before the step that takes it runs). The disk store's proof is its committed directory.
-    const storedResults = !adoptable ? undefined : s3 ? settledVerified(transfer)
+    const storedResults = !adoptable ? undefined : s3 ? settledVerified(transfer) ?? await this.#committedInStore(run, s3, location)
       : await committedResults(location).then((found) => found && { files: found.files, bytes: found.bytes, location, verifiedAt: found.committedAt });
     const learnedSpend = this.#evidence.spend(uid);
     const obs: Observation = {
@@ -192,6 +194,22 @@ export class RunReconciler {
       },
     };
     return { obs, context };
+  }
+
+  /** The run's SHA256SUMS in its bucket (written last, after verification): the proof a crashed status write left. */
+  async #committedInStore(run: RunpodRun, s3: S3StoreSettings, location: string): Promise<StoredResults | undefined> {
+    const opened = await openS3Target(this.runs, run.metadata.namespace, s3);
+    if (!opened.ok) return undefined;
+    try {
+      const found = await committedObjects(opened.target);
+      return found && { files: found.files, bytes: found.bytes, location, verifiedAt: found.committedAt, path: found.path };
+    } catch (error) {
+      // The retrieval step will meet the same store and say why in the status.
+      this.#options.logger.info({ run: run.metadata.name, namespace: run.metadata.namespace, err: error }, 'could not read the run\'s SHA256SUMS from its object store this time');
+      return undefined;
+    } finally {
+      opened.target.client.destroy();
+    }
   }
 
   /** One SSH connection per reconcile to a ready, live pod; undefined when there is none or it does not answer. */

@@ -10,7 +10,7 @@ import { applyRetrievalOutcome, type RetrievalOutcome } from './decide.ts';
 import { retrieveResults } from './job-steps.ts';
 import { retrieveResultsToS3 } from './s3-retrieval.ts';
 import { isS3Failure, s3FailureText } from '../results/s3-errors.ts';
-import { s3TargetFor, type S3Credentials } from '../results/s3-store.ts';
+import { openS3Target } from './s3-access.ts';
 import type { TransferPool } from './transfers.ts';
 
 export type RetrievalPool = TransferPool<RetrievalOutcome>;
@@ -54,14 +54,10 @@ async function transfer(ctx: ActContext, ssh: SshConnection, signal: AbortSignal
   const dirs = { runDir: runDirOf(uid), stateDir: stateDirOf(uid) };
   const options = { ...(signal ? { signal } : {}), ...(progress ? { onProgress: progress } : {}) };
   if (!ctx.s3) return retrieveResults(ssh, dirs, ctx.spec, ctx.resultLocation, options);
-  let credentials: S3Credentials | undefined;
-  if (ctx.s3.credentialsSecret) {
-    const read = await ctx.runs.s3Credentials(ctx.run.metadata.namespace, ctx.s3.credentialsSecret);
-    // Like a store that does not answer: the run waits within its retrieve grace for the Secret.
-    if (!read.ok) return { kind: 'unverified', message: read.message };
-    credentials = read.credentials;
-  }
-  const target = s3TargetFor(ctx.s3, credentials);
+  const opened = await openS3Target(ctx.runs, ctx.run.metadata.namespace, ctx.s3);
+  // Like a store that does not answer: the run waits within its retrieve grace for the Secret.
+  if (!opened.ok) return { kind: 'unverified', message: opened.message };
+  const { target } = opened;
   try {
     return await retrieveResultsToS3(ssh, dirs, ctx.spec, target, options);
   } catch (error) {

@@ -6,9 +6,9 @@
 import { posix } from 'node:path';
 import { DEFAULT_RESULTS_MAX_BYTES, byteSizeValue, type RunpodRunSpec } from '../api/spec.ts';
 import { markRetrievedCommand, parseAck, podPath, RETRIEVED_TAG } from '../pod/index.ts';
-import { FileRefusedError, openSftp, PART_SIZE_BYTES, putSmallObject, streamFileToS3 } from '../results/s3-stream.ts';
+import { FileRefusedError, openSftp, PART_SIZE_BYTES, streamFileToS3 } from '../results/s3-stream.ts';
 import { s3Uri } from '../results/s3-store.ts';
-import { alreadyStored, sha256sums, verifyObjects } from '../results/s3-verify.ts';
+import { alreadyStored, verifyObjects, writeSums } from '../results/s3-verify.ts';
 import { resultKey, type S3Target } from '../results/s3-target.ts';
 import { computeManifest, exec, execChecked, listRemoteFiles, shellQuote, type ManifestFile, type SshConnection } from '../ssh/index.ts';
 import type { RetrievalOutcome } from './decide.ts';
@@ -62,7 +62,7 @@ export async function retrieveResultsToS3(ssh: SshConnection, { runDir, stateDir
   if (problems.missing.length + problems.different.length + problems.extra.length > 0) return unverified(problems);
 
   await putJobLog(ssh, stateDir, target, signal);
-  await putSmallObject(target, `${target.keyPrefix}SHA256SUMS`, sha256sums(manifest.files), signal);
+  await writeSums(target, manifest.files, path, signal);
   const marked = await execChecked(ssh, markRetrievedCommand({ stateDir }), 'marking the results retrieved', commandTimeout);
   parseAck(marked.stdout.toString('utf8'), RETRIEVED_TAG);
   return { kind: 'verified', files: manifest.files.length, bytes: total, location: s3Uri(target), verifiedAt: new Date(), path };

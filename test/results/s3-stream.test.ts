@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { ListMultipartUploadsCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { FileRefusedError, headObject, PART_SIZE_BYTES, streamFileToS3 } from '../../src/results/s3-stream.ts';
 import { resultKey, type S3Target } from '../../src/results/s3-target.ts';
-import { alreadyStored, sha256sums, verifyObjects } from '../../src/results/s3-verify.ts';
+import { alreadyStored, committedObjects, sha256sums, verifyObjects, writeSums } from '../../src/results/s3-verify.ts';
 import { connectPinned, SftpSession, type ManifestFile, type SshConnection } from '../../src/ssh/index.ts';
 import { startObjectStore, type ObjectStore } from '../s3/seaweedfs.ts';
 import { makeRemoteTempDir, removeRemoteDir } from '../ssh/remote-dir.ts';
@@ -97,6 +97,16 @@ describe('streaming result files from SFTP into S3', () => {
     const c: ManifestFile = { path: 'c.txt', size: 1, sha256: '1'.repeat(64) };
     assert.deepEqual(await verifyObjects(other, [a, b, c]), { missing: ['c.txt'], different: ['b.txt'], extra: ['extra.txt'] });
     assert.deepEqual([...await alreadyStored(other, [a, b, c])], ['a.txt']);
+  });
+
+  test('SHA256SUMS is the commit: absent before, and once written it says the files, bytes and path a later reader adopts', async () => {
+    const run = { ...target, keyPrefix: 'ns/run/uid-3/' };
+    assert.equal(await committedObjects(run), undefined);
+    const files = [put('one.txt', Buffer.from('1\n')), put('two.txt', Buffer.from('22\n'))];
+    await writeSums(run, files, 'controller');
+    const committed = await committedObjects(run);
+    assert.deepEqual(committed && { files: committed.files, bytes: committed.bytes, path: committed.path }, { files: 2, bytes: 5, path: 'controller' });
+    assert.ok(committed?.committedAt instanceof Date);
   });
 
   test('SHA256SUMS is sorted by path, in sha256sum -c format, escaping a name as GNU sha256sum does', () => {
