@@ -9,7 +9,7 @@ const networkCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AG
 export function isS3Failure(error: unknown): boolean {
   if (error instanceof S3ServiceException) return true;
   if (typeof error !== 'object' || error === null) return false;
-  if ('$metadata' in error) return true;
+  if ('$metadata' in error || (error as { name?: unknown }).name === 'TimeoutError') return true;
   const code = (error as { code?: unknown }).code;
   return typeof code === 'string' && networkCodes.has(code);
 }

@@ -50,6 +50,8 @@ export function s3TargetFor(settings: S3StoreSettings, credentials: S3Credential
     region: settings.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1',
     forcePathStyle: settings.forcePathStyle,
     maxAttempts: 3,
+    // A store that does not answer (a blackholed endpoint) must fail the try, not hold it for the OS's TCP timeouts.
+    requestHandler: { connectionTimeout: 10_000, socketTimeout: 120_000 },
     ...(credentials ? { credentials } : {}),
   });
   return { client, bucket: settings.bucket, keyPrefix: settings.keyPrefix };

@@ -9,7 +9,11 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createHash } from 'node:crypto';
+import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { resultKey } from '../../src/results/s3-target.ts';
+import { committedObjects, writeSums } from '../../src/results/s3-verify.ts';
 import { simPods } from '../runpod-sim/client.ts';
 import { startObjectStore, type ObjectStore } from '../s3/seaweedfs.ts';
 import { kubectl } from '../support/kubectl.ts';
@@ -133,6 +137,33 @@ describe('results in S3-compatible object storage', () => {
         if (saved.id === undefined) delete process.env.AWS_ACCESS_KEY_ID; else process.env.AWS_ACCESS_KEY_ID = saved.id;
         if (saved.secret === undefined) delete process.env.AWS_SECRET_ACCESS_KEY; else process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
       }
+    }));
+
+  test('what a crashed controller left in the bucket (objects, SHA256SUMS) is adopted or resumed: the run succeeds, no file sent again', () =>
+    unsuppressed(async () => {
+      await using world = await startWorld('s3adopt');
+      await kubectl(['create', 'secret', 'generic', 's3', '-n', world.namespace,
+        `--from-literal=AWS_ACCESS_KEY_ID=${store.accessKeyId}`, `--from-literal=AWS_SECRET_ACCESS_KEY=${store.secretAccessKey}`]);
+      await world.apply(runManifest('s3adopt', {
+        job: { command: ['sh', '-c', 'mkdir -p output && echo adopted > output/a.txt'] },
+        results: { path: 'output', s3: s3Spec(store, { credentials: { secretName: 's3' } }) },
+      }));
+      const uid = (await world.run('s3adopt'))?.metadata.uid ?? assert.fail('no run');
+      // What a controller killed after its last write to the bucket left: the object and SHA256SUMS.
+      const target = { client: s3, bucket: BUCKET, keyPrefix: `${world.namespace}/s3adopt/${uid}/` };
+      const file = { path: 'a.txt', size: 8, sha256: createHash('sha256').update('adopted\n').digest('hex') };
+      await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: resultKey(target, file.path), Body: 'adopted\n', Metadata: { sha256: file.sha256 } }));
+      await writeSums(target, [file], 'controller');
+      const sentAt = (await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: resultKey(target, file.path) }))).LastModified ?? assert.fail('no object');
+      await sleep(1500); // LastModified has a resolution of one second
+      await world.startController();
+      const run = await world.waitForRun('s3adopt', 'ended', (r) => r.status?.phase === 'Succeeded' || r.status?.phase === 'Failed', 120_000);
+      assert.equal(run.status?.phase, 'Succeeded', JSON.stringify(run.status));
+      assert.deepEqual([run.status?.results?.files, run.status?.results?.bytes, run.status?.results?.path], [1, 8, 'controller']);
+      const now = (await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: resultKey(target, file.path) }))).LastModified;
+      assert.equal(now?.getTime(), sentAt.getTime(), 'the stored file was not sent again');
+      assert.ok(await committedObjects(target), 'SHA256SUMS is there');
+      await world.deleteRun('s3adopt');
     }));
 
   test('a store that is down: the run waits in Retrieving/ResultsUnverified with its pod, then Failed/ResultsUnverified with the pod deleted', async () => {
