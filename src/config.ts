@@ -3,6 +3,7 @@
 // value stops the process at once with the setting named.
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { s3Endpoint, s3KeyPrefix, s3Region } from './api/spec.ts';
 import { jitterFactor } from './kube/leader-record.ts';
 
 const durationPattern = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
@@ -32,6 +33,34 @@ export type BindAddress = { host: string | undefined; port: number };
 
 const loopbackHosts = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
 
+/** Where verified results go for runs that name no spec.results.s3: the controller's disk, or a bucket. */
+export type ResultsStoreSetting = { kind: 'dir'; dir: string } | { kind: 's3'; bucket: string; prefix: string };
+
+const bucketPattern = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+
+/** `dir:/path` or `s3://bucket/prefix/` (prefix optional; relative, ending in "/"). */
+const resultsStore = z.string().transform((value, ctx): ResultsStoreSetting => {
+  if (value.startsWith('dir:') && value.length > 4) return { kind: 'dir', dir: value.slice(4) };
+  const s3 = /^s3:[/][/]([^/]+)[/]?(.*)$/.exec(value);
+  if (s3) {
+    const [, bucket = '', prefix = ''] = s3;
+    if (!bucketPattern.test(bucket) || bucket.includes('..')) {
+      ctx.addIssue({ code: 'custom', message: `bucket "${bucket}" is not a bucket name (lowercase letters, digits, "." and "-", 3 to 63)` });
+      return z.NEVER;
+    }
+    if (prefix !== '') {
+      const parsed = s3KeyPrefix.safeParse(prefix);
+      if (!parsed.success) {
+        ctx.addIssue({ code: 'custom', message: `prefix "${prefix}" ${parsed.error.issues.map((issue) => issue.message).join('; ')}` });
+        return z.NEVER;
+      }
+    }
+    return { kind: 's3', bucket, prefix };
+  }
+  ctx.addIssue({ code: 'custom', message: 'must be dir:/path or s3://bucket/prefix/' });
+  return z.NEVER;
+});
+
 export const configSchema = z.object({
   kubeconfig: z.string().min(1).optional(),
   namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a namespace name').optional(),
@@ -42,6 +71,12 @@ export const configSchema = z.object({
       return url.protocol === 'https:' || (url.protocol === 'http:' && loopbackHosts.has(url.hostname));
     }, 'must be https (http only for a loopback address)'),
   resultsDir: z.string().min(1).default('./results'),
+  /** Overrides resultsDir when set; absent: dir:<resultsDir> (see resultsStoreOf). */
+  resultsStore: resultsStore.optional(),
+  /** The default store's endpoint, region and addressing (a run's spec.results.s3 brings its own). */
+  resultsS3Endpoint: s3Endpoint.optional(),
+  resultsS3Region: s3Region.optional(),
+  resultsS3ForcePathStyle: z.stringbool().default(false),
   maxConcurrentReconciles: z.coerce.number().int().min(1).max(256).default(8),
   /** Result retrievals run off the workers, at most this many at once (the rest wait in line). */
   maxConcurrentTransfers: z.coerce.number().int('must be a whole number').min(1, 'must be at least 1').max(64, 'must be at most 64').default(2),
@@ -81,9 +116,15 @@ export const configSchema = z.object({
 
 export type Config = z.output<typeof configSchema>;
 
+/** The controller's default result store: --results-store, else the --results-dir directory. */
+export function resultsStoreOf(config: Pick<Config, 'resultsDir' | 'resultsStore'>): ResultsStoreSetting {
+  return config.resultsStore ?? { kind: 'dir', dir: config.resultsDir };
+}
+
 const flags = {
   kubeconfig: 'kubeconfig', namespace: 'namespace', 'cluster-id': 'clusterId', 'runpod-api-url': 'runpodApiUrl',
-  'results-dir': 'resultsDir', 'max-concurrent-reconciles': 'maxConcurrentReconciles',
+  'results-dir': 'resultsDir', 'results-store': 'resultsStore', 'results-s3-endpoint': 'resultsS3Endpoint',
+  'results-s3-region': 'resultsS3Region', 'results-s3-force-path-style': 'resultsS3ForcePathStyle', 'max-concurrent-reconciles': 'maxConcurrentReconciles',
   'max-concurrent-transfers': 'maxConcurrentTransfers', 'poll-interval': 'pollInterval',
   'log-level': 'logLevel', 'leader-elect': 'leaderElect', 'lease-namespace': 'leaseNamespace', 'deadline-margin': 'deadlineMargin',
   'watchdog-period': 'watchdogPeriod', 'leader-elect-lease-duration': 'leaderElectLeaseDuration',

@@ -5,7 +5,7 @@ import { hostname } from 'node:os';
 import { isDeepStrictEqual } from 'node:util';
 import { CoreV1Api, KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { group, parseSpec, plural, version, type RunpodRun } from './api/runpodrun.ts';
-import { loadConfig, type Config } from './config.ts';
+import { loadConfig, resultsStoreOf, type Config } from './config.ts';
 import { Controller } from './kube/controller.ts';
 import { EventRecorder } from './kube/events.ts';
 import { keyOf } from './kube/keys.ts';
@@ -15,6 +15,7 @@ import { healthRoutes, type HealthSources } from './health/probes.ts';
 import { startEndpoint, type Endpoint } from './http/endpoint.ts';
 import { createLogger, registerSecret, type Logger } from './log.ts';
 import { OperatorMetrics } from './metrics/metrics.ts';
+import type { S3Defaults } from './results/s3-store.ts';
 import { removeAbandonedStaging } from './results/store.ts';
 import { Accounts } from './run/accounts.ts';
 import { installScope, type Owner } from './run/ownership.ts';
@@ -119,8 +120,12 @@ export async function startController(config: Config, options: StartOptions = {}
     onPodsChanged: (uids) => uids.forEach((uid) => { const key = runUids.get(uid); if (key) controller?.enqueue(key); }),
   });
   const events = new EventRecorder({ kubeConfig, logger, reportingInstance: identity });
+  const defaultStore = resultsStoreOf(config);
+  const s3Defaults: S3Defaults | undefined = defaultStore.kind === 's3'
+    ? { bucket: defaultStore.bucket, prefix: defaultStore.prefix, endpoint: config.resultsS3Endpoint, region: config.resultsS3Region, forcePathStyle: config.resultsS3ForcePathStyle }
+    : undefined;
   const reconciler = new RunReconciler({
-    kubeConfig, accounts, clusterId, scope: owner.scope, runpodApiUrl: options.podApiUrl ?? config.runpodApiUrl, resultsDir: config.resultsDir, watchdogPeriodMs: config.watchdogPeriod, logger,
+    kubeConfig, accounts, clusterId, scope: owner.scope, runpodApiUrl: options.podApiUrl ?? config.runpodApiUrl, resultsDir: defaultStore.kind === 'dir' ? defaultStore.dir : config.resultsDir, s3Defaults, watchdogPeriodMs: config.watchdogPeriod, logger,
     events, metrics,
     settings: { ambiguousLookupMs: 2 * config.pollInterval, deadlineMarginMs: config.deadlineMargin, goneLooks: 3, pollIntervalMs: config.pollInterval },
   });
@@ -170,7 +175,7 @@ export async function startController(config: Config, options: StartOptions = {}
   /** Everything the leader runs; returns once `signal` aborted and the work has wound down. */
   const lead = async (signal: AbortSignal): Promise<void> => {
     // Before any worker could start a retrieval: what a killed leader left half-written goes.
-    const removed = await removeAbandonedStaging(config.resultsDir).catch((error: unknown) => {
+    const removed = await removeAbandonedStaging(defaultStore.kind === 'dir' ? defaultStore.dir : config.resultsDir).catch((error: unknown) => {
       logger.warn({ err: error }, 'could not clean up abandoned partial results');
       return [];
     });

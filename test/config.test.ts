@@ -1,7 +1,7 @@
 // The flags of §3/§4 under controller-runtime's names, their defaults, and errors that name the flag.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig, resultsStoreOf } from '../src/config.ts';
 
 void test('leader election, metrics and probe flags default as controller-runtime\'s do', () => {
   const config = loadConfig([], {});
@@ -47,4 +47,25 @@ void test('--max-concurrent-transfers: default 2, a whole number from 1 to 64, e
   assert.throws(() => loadConfig(['--max-concurrent-transfers=1.5'], {}), /--max-concurrent-transfers .*must be a whole number/);
   assert.throws(() => loadConfig(['--max-concurrent-transfers=65'], {}), /--max-concurrent-transfers .*must be at most 64/);
   assert.throws(() => loadConfig(['--max-concurrent-transfers=two'], {}), /--max-concurrent-transfers/);
+});
+
+void test('--results-store: dir:/path (default: --results-dir) or s3://bucket/prefix/, errors naming the flag', () => {
+  assert.deepEqual(loadConfig([], {}).resultsStore, undefined);
+  assert.deepEqual(resultsStoreOf(loadConfig(['--results-dir=/data'], {})), { kind: 'dir', dir: '/data' });
+  assert.deepEqual(resultsStoreOf(loadConfig(['--results-store=dir:/results'], {})), { kind: 'dir', dir: '/results' });
+  assert.deepEqual(resultsStoreOf(loadConfig(['--results-store=s3://ml-results'], {})), { kind: 's3', bucket: 'ml-results', prefix: '' });
+  assert.deepEqual(resultsStoreOf(loadConfig([], { RUNPOD_OPERATOR_RESULTS_STORE: 's3://ml-results/team-a/runs/' })), { kind: 's3', bucket: 'ml-results', prefix: 'team-a/runs/' });
+  assert.throws(() => loadConfig(['--results-store=/results'], {}), /--results-store \(RUNPOD_OPERATOR_RESULTS_STORE\): must be dir:\/path or s3:\/\/bucket\/prefix\//);
+  assert.throws(() => loadConfig(['--results-store=s3://ML_Results/'], {}), /--results-store .*bucket "ML_Results" is not a bucket name/);
+  assert.throws(() => loadConfig(['--results-store=s3://ml-results/team-a'], {}), /--results-store .*prefix "team-a" must be a relative key prefix ending in "\/"/);
+  assert.throws(() => loadConfig(['--results-store=s3://ml-results/a/../'], {}), /--results-store .*must not contain "\." or "\.\." segments/);
+});
+
+void test('--results-s3-endpoint, --results-s3-region, --results-s3-force-path-style are validated', () => {
+  const config = loadConfig(['--results-s3-endpoint=http://127.0.0.1:8333', '--results-s3-region=eu-central-1', '--results-s3-force-path-style=true'], {});
+  assert.deepEqual([config.resultsS3Endpoint, config.resultsS3Region, config.resultsS3ForcePathStyle], ['http://127.0.0.1:8333', 'eu-central-1', true]);
+  assert.equal(loadConfig([], {}).resultsS3ForcePathStyle, false);
+  assert.throws(() => loadConfig(['--results-s3-endpoint=store:8333'], {}), /--results-s3-endpoint \(RUNPOD_OPERATOR_RESULTS_S3_ENDPOINT\): must be an http or https URL/);
+  assert.throws(() => loadConfig(['--results-s3-region=eu central'], {}), /--results-s3-region .*must be a region name/);
+  assert.throws(() => loadConfig(['--results-s3-force-path-style=maybe'], {}), /--results-s3-force-path-style/);
 });

@@ -130,6 +130,41 @@ const limits = z.strictObject({
 /** Spec fields that may change after creation; every other one is immutable (a re-run is a new object). */
 export const mutableSpecFields = ['keepPod', 'cancel'] as const;
 
+/** S3 bucket naming rules (AWS's general purpose buckets; every S3-compatible store accepts these). */
+const bucketName = z.string().min(3).max(63)
+  .regex(/^[a-z0-9][a-z0-9.-]*[a-z0-9]$/, 'must be a bucket name: lowercase letters, digits, "." and "-", starting and ending with a letter or digit')
+  .refine((value) => !value.includes('..'), 'must not contain ".."')
+  .refine((value) => !/^[0-9]+[.][0-9]+[.][0-9]+[.][0-9]+$/.test(value), 'must not be formatted as an IP address')
+  .meta(cel(
+    { rule: "!self.contains('..')", message: 'must not contain ".."' },
+    { rule: "!self.matches('^[0-9]+[.][0-9]+[.][0-9]+[.][0-9]+$')", message: 'must not be formatted as an IP address' },
+  ));
+
+/** A key prefix: relative ('/'-separated segments, each ending in '/'), no "." or ".." segments, S3's safe characters only. */
+export const s3KeyPrefix = z.string().min(2).max(512)
+  .regex(/^([A-Za-z0-9!_.*'()=-]+[/])+$/, 'must be a relative key prefix ending in "/" such as "team-a/" (letters, digits and !_.*\'()=-; no leading "/", no empty segment)')
+  .refine((value) => !value.split('/').some((part) => part === '.' || part === '..'), 'must not contain "." or ".." segments')
+  .meta(cel({ rule: "!self.split('/').exists(s, s == '.' || s == '..')", message: 'must not contain "." or ".." segments' }));
+
+/** An S3 endpoint: http(s) with a host, no query or fragment. */
+export const s3Endpoint = z.string().max(2048)
+  .regex(/^https?:[/][/][^\s/?#@]+([/][^\s?#]*)?$/, 'must be an http or https URL such as https://s3.eu-central-1.amazonaws.com')
+  .refine((value) => URL.canParse(value), 'must be a valid URL')
+  .meta(cel({ rule: 'isURL(self)', message: 'must be a valid URL' }));
+
+export const s3Region = z.string().min(1).max(64).regex(/^[A-Za-z0-9_-]+$/, 'must be a region name such as "eu-central-1"');
+
+const s3Results = z.strictObject({
+  bucket: bucketName.meta({ description: 'Bucket the results go to.' }),
+  prefix: s3KeyPrefix.optional().meta({ description: 'Key prefix (ends in "/"); objects go under <prefix><namespace>/<name>/<uid>/.' }),
+  endpoint: s3Endpoint.optional().meta({ description: 'S3-compatible endpoint URL; AWS S3 when absent.' }),
+  region: s3Region.optional().meta({ description: 'Region of the bucket.' }),
+  forcePathStyle: z.boolean().optional().meta({ description: 'Path-style addressing (MinIO, SeaweedFS, Ceph).' }),
+  credentials: z.strictObject({
+    secretName: k8sName.meta({ description: 'Secret in the run\'s namespace with AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_SESSION_TOKEN.' }),
+  }).optional().meta({ description: 'Keys for the bucket; absent: the controller\'s own credentials (env, IRSA, instance role).' }),
+}).meta({ description: 'Deliver the verified results to S3-compatible object storage instead of the controller\'s --results-store.' });
+
 const specShape = {
   credentials: z.strictObject({
     secretName: k8sName.meta({ description: 'Secret in the run\'s namespace holding the Runpod API key.' }),
@@ -162,6 +197,7 @@ const specShape = {
       .meta({ description: 'Directory on the pod, below the run directory (neither it nor the reserved .pod), whose files are retrieved and verified.' }),
     maxBytes: byteSize.optional()
       .meta({ description: `A result set larger than this fails the run (ResultsTooLarge) without being retrieved; default ${DEFAULT_RESULTS_MAX_BYTES}.` }),
+    s3: s3Results.optional(),
   }).default({ path: 'output' }).meta({ description: 'What is retrieved when the job ends.' }),
   limits,
   keepPod: z.boolean().default(false).meta({ description: 'Keep the pod after the job ends (debugging) until the run is deleted, cancel is set, or its deadline or cost cap passes.' }),

@@ -81,6 +81,7 @@ export const runpodRunStatus = z.object({
     files: z.number().int().optional().meta({ description: 'Files retrieved and verified.' }),
     bytes: z.number().int().optional().meta({ description: 'Bytes retrieved.' }),
     location: z.string().optional().meta({ description: 'Where the verified results are.' }),
+    path: z.enum(['direct', 'controller']).optional().meta({ description: 'Which path carried the bytes to object storage: direct (the pod uploaded them) or controller (streamed through the controller).' }),
     retrievedAt: time.optional().meta({ description: 'When they were verified.' }),
   }).optional().meta({ description: 'The retrieved results.' }),
   estimatedCostUsd: usd.optional().meta({ description: 'Price per hour x lifetime of every pod of the run, all attempts (Runpod bills per second).' }),

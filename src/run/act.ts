@@ -15,6 +15,7 @@ import type { PodBackend } from './pod-backend.ts';
 import { abortRetrievalBeforeDelete, retrieve, type RetrievalPool } from './retrieval.ts';
 import type { RunApi, SshSecret } from './run-api.ts';
 import type { RunEvidence } from './run-evidence.ts';
+import type { S3StoreSettings } from '../results/s3-store.ts';
 
 export interface ActContext {
   run: RunpodRun;
@@ -28,8 +29,10 @@ export interface ActContext {
   /** The reconcile's one SSH connection to a ready pod (opened by observe to read the pod's state); retrieval uses it. */
   ssh?: SshConnection;
   jobInputs?: JobInputs;
-  /** Where this run's verified results go. */
+  /** Where this run's verified results go: a directory of the controller's disk, or the s3:// URI of its prefix. */
   resultLocation: string;
+  /** Set when the run's results go to object storage (spec.results.s3, or the controller's s3 --results-store). */
+  s3?: S3StoreSettings | undefined;
   runs: RunApi;
   /** What this process learned that decide() reads back through the observation. */
   evidence: RunEvidence;

@@ -83,7 +83,8 @@ export function applyProbeOutcome(obs: Observation, status: RunpodRunStatus, out
 }
 
 export type RetrievalOutcome =
-  | { kind: 'verified'; files: number; bytes: number; location: string; verifiedAt: Date }
+  /** `path`: which path carried the bytes into object storage (absent for the controller's disk). */
+  | { kind: 'verified'; files: number; bytes: number; location: string; verifiedAt: Date; path?: 'direct' | 'controller' }
   | { kind: 'unverified'; message: string }
   | { kind: 'tooLarge'; message: string };
 
@@ -98,7 +99,10 @@ export function applyRetrievalOutcome(obs: Observation, status: RunpodRunStatus,
     return;
   }
   // Stamped when verified: a large retrieval ends long after the reconcile began.
-  status.results = { files: outcome.files, bytes: outcome.bytes, location: outcome.location, retrievedAt: outcome.verifiedAt.toISOString() };
+  status.results = {
+    files: outcome.files, bytes: outcome.bytes, location: outcome.location, retrievedAt: outcome.verifiedAt.toISOString(),
+    ...(outcome.path ? { path: outcome.path } : {}),
+  };
   setCondition(status, 'ResultsRetrieved', 'True', 'ResultsRetrieved', `${outcome.files} files (${outcome.bytes} bytes) verified in ${outcome.location}`, obs.run.generation, outcome.verifiedAt);
   const keep = obs.spec.ok && obs.spec.spec.keepPod;
   if (!keep && status.pod) status.pod.state = 'Deleting';

@@ -70,7 +70,8 @@ export interface Observation {
 /** USD per hour: the account's limit, what its running pods cost, what the refused pod would cost. */
 export interface SpendFacts { limitUsdPerHour?: number; runningUsdPerHour?: number; podUsdPerHour?: number }
 
-export interface StoredResults { files: number; bytes: number; location: string; verifiedAt: Date }
+/** `path`: which path carried the bytes into object storage (absent for the controller's disk). */
+export interface StoredResults { files: number; bytes: number; location: string; verifiedAt: Date; path?: 'direct' | 'controller' }
 
 /**
  * sentAt: when this process sent the pod's delete; notFoundLooks: GETs in a row that answered 404

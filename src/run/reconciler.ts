@@ -6,6 +6,9 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { finalizer, parseSpec, skipCleanupAnnotation, type RunpodRun } from '../api/runpodrun.ts';
 import type { RunpodRunStatus } from '../api/status.ts';
 import { registerSecret, type Logger } from '../log.ts';
+import { s3SettingsFor, s3Uri, type S3Defaults, type S3StoreSettings } from '../results/s3-store.ts';
+import { committedObjects } from '../results/s3-verify.ts';
+import { openS3Target } from './s3-access.ts';
 import { committedResults, resultLocation } from '../results/store.ts';
 import { connectPinned, HostKeyMismatchError, type SshConnection } from '../ssh/index.ts';
 import { conditionIs, isTerminal } from './conditions.ts';
@@ -19,7 +22,7 @@ import type { Accounts } from './accounts.ts';
 import { act, podView, protectSshKeys, type ActContext, type ReconcilerMetrics } from './act.ts';
 import { decide, transitionEvent } from './decide.ts';
 import { stillCurrent } from './fresh-view.ts';
-import type { DecideSettings, Observation, RunEvent } from './model.ts';
+import type { DecideSettings, Observation, RunEvent, StoredResults } from './model.ts';
 import { runpodPodBackend } from './pod-backend.ts';
 import { buildCreatePodRequest } from './pod-request.ts';
 import type { RetrievalPool } from './retrieval.ts';
@@ -36,6 +39,8 @@ export interface RunReconcilerOptions {
   scope: string;
   runpodApiUrl: string;
   resultsDir: string;
+  /** The controller's default bucket (--results-store s3://…); absent: results go to resultsDir unless a run names spec.results.s3. */
+  s3Defaults?: S3Defaults | undefined;
   watchdogPeriodMs: number;
   settings: DecideSettings;
   events: EventSink;
@@ -138,12 +143,15 @@ export class RunReconciler {
     const jobHost = sshJobHost(ssh, { runDir: runDirOf(uid), stateDir: stateDirOf(uid) });
     const podState = ssh ? await jobHost.readState(call.signal).catch((error: unknown) => this.#unreadable(run, error)) : undefined;
     const now = this.#now();
-    const location = resultLocation(this.#options.resultsDir, namespace, run.metadata.name, uid);
+    const s3 = s3SettingsFor(spec?.results.s3, this.#options.s3Defaults, { namespace, name: run.metadata.name, uid });
+    const location = s3 ? s3Uri(s3) : resultLocation(this.#options.resultsDir, namespace, run.metadata.name, uid);
     const transfer = call.transfers?.look(uid);
-    // A pooled transfer's outcome is applied by the step that takes it (it commits the results first).
-    const storedResults = !transfer && status.job?.finishedAt && !status.results?.retrievedAt && !isTerminal(status.phase)
-      ? await committedResults(location).then((found) => found && { files: found.files, bytes: found.bytes, location, verifiedAt: found.committedAt })
-      : undefined;
+    // A pooled transfer's outcome is applied by the step that takes it (decide takes a settled one before
+    // anything else). Otherwise, what a crashed status write left: the disk store's committed directory,
+    // or the run's SHA256SUMS in its bucket.
+    const adoptable = !transfer && status.job?.finishedAt && !status.results?.retrievedAt && !isTerminal(status.phase);
+    const storedResults = !adoptable ? undefined : s3 ? await this.#committedInStore(run, s3, location)
+      : await committedResults(location).then((found) => found && { files: found.files, bytes: found.bytes, location, verifiedAt: found.committedAt });
     const learnedSpend = this.#evidence.spend(uid);
     const obs: Observation = {
       now,
@@ -175,7 +183,7 @@ export class RunReconciler {
       obs, spec, pods: account && runpodPodBackend(account.client), sshKeys, runs: this.runs, ssh, jobHost,
       now: () => this.#now(),
       jobInputs: jobInputs.ok ? jobInputs.inputs : undefined,
-      resultLocation: location,
+      resultLocation: location, s3,
       evidence: this.#evidence,
       refreshPods: () => account?.observer.refreshSoon(),
       signal: call.signal, progress: call.progress, metrics: this.#options.metrics, transfers: call.transfers,
@@ -193,6 +201,22 @@ export class RunReconciler {
   /** The one source of wall-clock time for observations and for what act records. */
   #now(): Date {
     return this.#options.now?.() ?? new Date();
+  }
+
+  /** The run's SHA256SUMS in its bucket (written last, after verification): the proof a crashed status write left. */
+  async #committedInStore(run: RunpodRun, s3: S3StoreSettings, location: string): Promise<StoredResults | undefined> {
+    const opened = await openS3Target(this.runs, run.metadata.namespace, s3);
+    if (!opened.ok) return undefined;
+    try {
+      const found = await committedObjects(opened.target);
+      return found && { files: found.files, bytes: found.bytes, location, verifiedAt: found.committedAt, path: found.path };
+    } catch (error) {
+      // The retrieval step will meet the same store and say why in the status.
+      this.#options.logger.info({ run: run.metadata.name, namespace: run.metadata.namespace, err: error }, 'could not read the run\'s SHA256SUMS from its object store this time');
+      return undefined;
+    } finally {
+      opened.target.client.destroy();
+    }
   }
 
   /** One SSH connection per reconcile to a ready, live pod; undefined when there is none or it does not answer. */

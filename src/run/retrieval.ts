@@ -8,6 +8,9 @@ import { connectPinned, type SshConnection } from '../ssh/index.ts';
 import type { ActContext } from './act.ts';
 import { applyRetrievalOutcome, type RetrievalOutcome } from './decide.ts';
 import { retrieveResults } from './job-steps.ts';
+import { retrieveResultsToS3 } from './s3-retrieval.ts';
+import { isS3Failure, s3FailureText } from '../results/s3-errors.ts';
+import { openS3Target } from './s3-access.ts';
 import type { TransferPool } from './transfers.ts';
 
 export type RetrievalPool = TransferPool<RetrievalOutcome>;
@@ -45,12 +48,25 @@ function record(ctx: ActContext, outcome: RetrievalOutcome): RunpodRunStatus {
   return status;
 }
 
-function transfer(ctx: ActContext, ssh: SshConnection, signal: AbortSignal | undefined, progress: (() => void) | undefined): Promise<RetrievalOutcome> {
+async function transfer(ctx: ActContext, ssh: SshConnection, signal: AbortSignal | undefined, progress: (() => void) | undefined): Promise<RetrievalOutcome> {
   if (!ctx.spec) throw new Error('the run has no valid spec');
   const uid = ctx.run.metadata.uid;
-  return retrieveResults(ssh, { runDir: runDirOf(uid), stateDir: stateDirOf(uid) }, ctx.spec, ctx.resultLocation, {
-    ...(signal ? { signal } : {}), ...(progress ? { onProgress: progress } : {}),
-  });
+  const dirs = { runDir: runDirOf(uid), stateDir: stateDirOf(uid) };
+  const options = { ...(signal ? { signal } : {}), ...(progress ? { onProgress: progress } : {}) };
+  if (!ctx.s3) return retrieveResults(ssh, dirs, ctx.spec, ctx.resultLocation, options);
+  const opened = await openS3Target(ctx.runs, ctx.run.metadata.namespace, ctx.s3);
+  // Like a store that does not answer: the run waits within its retrieve grace for the Secret.
+  if (!opened.ok) return { kind: 'unverified', message: opened.message };
+  const { target } = opened;
+  try {
+    return await retrieveResultsToS3(ssh, dirs, ctx.spec, target, options);
+  } catch (error) {
+    // The store refused or did not answer: an unverified try (retried within the grace), not a crashed step.
+    if (signal?.aborted || !isS3Failure(error)) throw error;
+    return { kind: 'unverified', message: `the object store ${ctx.resultLocation}: ${s3FailureText(error)}` };
+  } finally {
+    target.client.destroy();
+  }
 }
 
 /** The reconcile's connection closes when the reconcile ends: a pooled transfer opens its own. */

@@ -5,6 +5,8 @@ import type { RunpodRunStatus } from '../api/status.ts';
 import { isAlreadyExists, isNotFound } from '../kube/errors.ts';
 import { addFinalizer, removeFinalizer } from '../kube/finalizers.ts';
 import { changeOf, StatusWriter } from '../kube/status.ts';
+import { registerSecret } from '../log.ts';
+import type { S3Credentials } from '../results/s3-store.ts';
 
 export interface SshSecret { clientPrivateKey: string; clientPublicKey: string; hostPrivateKey: string; hostPublicKey: string }
 
@@ -85,6 +87,27 @@ export class RunApi {
     const secret = await this.#readSecret(namespace, name);
     const value = secret?.data?.[key];
     return value ? Buffer.from(value, 'base64').toString('utf8') : undefined;
+  }
+
+  /**
+   * The S3 keys of a run's credentials Secret (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, optional
+   * AWS_SESSION_TOKEN), or why they cannot be used: a missing Secret or key is a message, not a throw.
+   */
+  async s3Credentials(namespace: string, name: string): Promise<{ ok: true; credentials: S3Credentials } | { ok: false; message: string }> {
+    const secret = await this.#readSecret(namespace, name);
+    if (!secret) return { ok: false, message: `the S3 credentials Secret ${namespace}/${name} (spec.results.s3.credentials.secretName) does not exist` };
+    const read = (key: string): string | undefined => {
+      const value = secret.data?.[key];
+      return value ? Buffer.from(value, 'base64').toString('utf8') : undefined;
+    };
+    const [accessKeyId, secretAccessKey, sessionToken] = [read('AWS_ACCESS_KEY_ID'), read('AWS_SECRET_ACCESS_KEY'), read('AWS_SESSION_TOKEN')];
+    // Every value is a secret: none may reach a log line, an event or the status.
+    for (const value of [accessKeyId, secretAccessKey, sessionToken]) registerSecret(value);
+    const missing = [['AWS_ACCESS_KEY_ID', accessKeyId], ['AWS_SECRET_ACCESS_KEY', secretAccessKey]].filter(([, value]) => !value).map(([key]) => key);
+    if (missing.length > 0 || !accessKeyId || !secretAccessKey) {
+      return { ok: false, message: `the S3 credentials Secret ${namespace}/${name} has no non-empty key ${missing.join(' or ')}` };
+    }
+    return { ok: true, credentials: { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) } };
   }
 
   async configMapValue(namespace: string, name: string, key: string): Promise<string | undefined> {

@@ -165,7 +165,7 @@ export async function downloadFile(conn: SshConnection, remotePath: string, loca
  * link the window's data could take minutes to arrive (the handle's close is queued behind those
  * reads on the server, which answers a handle's requests in order).
  */
-async function* readPipelined(sftp: SftpSession, handle: Buffer, path: string, limit: number, signal?: AbortSignal): AsyncGenerator<Buffer> {
+export async function* readPipelined(sftp: SftpSession, handle: Buffer, path: string, limit: number, signal?: AbortSignal): AsyncGenerator<Buffer> {
   const inFlight: { length: number; data: Promise<Buffer> }[] = [];
   let next = 0;
   let eof = false;

@@ -1,0 +1,120 @@
+// The controller-streamed path: each result file is read over SFTP and written to the store as it
+// arrives, hashed on the way, so memory stays bounded whatever the file size. A file whose bytes
+// differ from the pod's manifest is refused before the store completes it: a small file is checked
+// before its single PutObject (which also carries ChecksumSHA256, so the store checks the whole
+// object), a large one fails its multipart upload at the last byte (the upload is aborted).
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { isNoSuchFile, readPipelined, SftpSession, type ManifestFile, type SshConnection } from '../ssh/index.ts';
+import type { S3Target } from './s3-target.ts';
+
+/** lib-storage's minimum part; with QUEUE_SIZE parts in flight a file holds at most ~3 parts in memory. */
+export const PART_SIZE_BYTES = 8 * 1024 * 1024;
+const QUEUE_SIZE = 2;
+
+/** The pod's bytes were not the manifest's: the file is refused (nothing completed in the store). */
+export class FileRefusedError extends Error {
+  readonly path: string;
+  readonly kind: 'missing' | 'different';
+  constructor(path: string, kind: 'missing' | 'different', detail: string) {
+    super(`${path}: ${detail}`);
+    this.name = 'FileRefusedError';
+    this.path = path;
+    this.kind = kind;
+  }
+}
+
+export interface StreamOptions { signal?: AbortSignal | undefined; onProgress?: (() => void) | undefined; partSizeBytes?: number }
+
+/** The user metadata every object carries: what verification compares (a multipart checksum is composite). */
+export const objectMetadata = (sha256: string): Record<string, string> => ({ sha256 });
+export const base64Digest = (hex: string): string => Buffer.from(hex, 'hex').toString('base64');
+
+/**
+ * Streams one file of the pod to `key`: `file` is what the manifest says of it (size, sha256).
+ * Throws FileRefusedError when the pod's bytes differ or the file is gone; other errors are transport.
+ */
+export async function streamFileToS3(sftp: SftpSession, remotePath: string, file: ManifestFile, target: S3Target, key: string, options: StreamOptions = {}): Promise<void> {
+  const partSize = Math.max(PART_SIZE_BYTES, options.partSizeBytes ?? PART_SIZE_BYTES);
+  let handle: Buffer;
+  try {
+    handle = await sftp.open(remotePath, 'r');
+  } catch (error) {
+    if (isNoSuchFile(error)) throw new FileRefusedError(file.path, 'missing', 'no longer on the pod');
+    throw error;
+  }
+  try {
+    // One byte past the manifest's size is read, so a file that grew is caught without reading it all.
+    const chunks = checkedAgainstManifest(readPipelined(sftp, handle, remotePath, file.size + 1, options.signal), file, options.onProgress);
+    if (file.size < partSize) {
+      const body = await collect(chunks);
+      await target.client.send(new PutObjectCommand({
+        Bucket: target.bucket, Key: key, Body: body, ContentLength: body.length,
+        ChecksumSHA256: base64Digest(file.sha256), Metadata: objectMetadata(file.sha256),
+      }), options.signal ? { abortSignal: options.signal } : {});
+      return;
+    }
+    const upload = new Upload({
+      client: target.client, queueSize: QUEUE_SIZE, partSize, leavePartsOnError: false,
+      params: { Bucket: target.bucket, Key: key, Body: Readable.from(chunks), ChecksumAlgorithm: 'SHA256', Metadata: objectMetadata(file.sha256) },
+    });
+    const abort = (): void => { void upload.abort(); };
+    options.signal?.addEventListener('abort', abort, { once: true });
+    try {
+      await upload.done();
+    } finally {
+      options.signal?.removeEventListener('abort', abort);
+    }
+  } finally {
+    await sftp.close(handle, remotePath).catch(() => undefined);
+  }
+}
+
+/** Passes the bytes on, and fails at the end (before the store completes the object) unless they are the manifest's. */
+async function* checkedAgainstManifest(chunks: AsyncIterable<Buffer>, file: ManifestFile, onProgress: (() => void) | undefined): AsyncGenerator<Buffer> {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  for await (const chunk of chunks) {
+    bytes += chunk.length;
+    if (bytes > file.size) throw new FileRefusedError(file.path, 'different', `is larger than the manifest's ${file.size} bytes (changed on the pod)`);
+    hash.update(chunk);
+    onProgress?.();
+    yield chunk;
+  }
+  if (bytes !== file.size) throw new FileRefusedError(file.path, 'different', `is ${bytes} bytes, not the manifest's ${file.size} (changed on the pod)`);
+  const sha256 = hash.digest('hex');
+  if (sha256 !== file.sha256) throw new FileRefusedError(file.path, 'different', `SHA-256 ${sha256} differs from the manifest's ${file.sha256} (changed on the pod)`);
+}
+
+async function collect(chunks: AsyncIterable<Buffer>): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const chunk of chunks) parts.push(chunk);
+  return Buffer.concat(parts);
+}
+
+/** What the store holds at `key`: size, metadata sha256 and (checksum mode) its checksum; undefined when absent. */
+export async function headObject(client: S3Client, bucket: string, key: string, signal?: AbortSignal): Promise<{ size: number; sha256: string | undefined; checksumSha256: string | undefined } | undefined> {
+  try {
+    const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key, ChecksumMode: 'ENABLED' }), signal ? { abortSignal: signal } : {});
+    return { size: head.ContentLength ?? -1, sha256: head.Metadata?.sha256, checksumSha256: head.ChecksumSHA256 };
+  } catch (error) {
+    const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+    if (status === 404 || (error as { name?: string }).name === 'NotFound') return undefined;
+    throw error;
+  }
+}
+
+/** Puts a small in-memory object (job.log, SHA256SUMS) with its whole-object checksum and metadata sha256. */
+export async function putSmallObject(target: S3Target, key: string, body: Buffer, signal?: AbortSignal, metadata: Record<string, string> = {}): Promise<string> {
+  const sha256 = createHash('sha256').update(body).digest('hex');
+  await target.client.send(new PutObjectCommand({
+    Bucket: target.bucket, Key: key, Body: body, ContentLength: body.length, ChecksumSHA256: base64Digest(sha256), Metadata: { ...metadata, ...objectMetadata(sha256) },
+    ...(key.endsWith('SHA256SUMS') ? { ContentType: 'text/plain; charset=utf-8' } : {}),
+  }), signal ? { abortSignal: signal } : {});
+  return sha256;
+}
+
+/** Opens the one SFTP session a retrieval try streams over. */
+export const openSftp = (ssh: SshConnection): Promise<SftpSession> => SftpSession.open(ssh);
