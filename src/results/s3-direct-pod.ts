@@ -43,7 +43,9 @@ const presignedUrl = z.string().regex(/^https?:\/\/[\x21\x23-\x5b\x5d-\x7e]+$/, 
  * line per upload tried:
  *     runpod-operator-s3-put ok <n> <http code> <etag or ->
  *     runpod-operator-s3-put fail <n> <http code> <curl exit> <S3 error code or ->
- * A part goes through a temporary file (curl must know its length and be able to retry it).
+ * A part goes through a temporary file (curl must know its length and be able to retry it). Success
+ * is curl's exit 0 with a 2xx answer; curl retries connection failures and transient answers (408,
+ * 429, 5xx) itself, 3 times.
  */
 export function uploadCommand(dir: string, uploads: readonly PodUpload[]): string {
   const args = uploads.flatMap((upload) => [upload.path, String(upload.range?.skipMiB ?? 0), String(upload.range?.countMiB ?? 0)]);
@@ -58,22 +60,24 @@ export function uploadCommand(dir: string, uploads: readonly PodUpload[]): strin
     '  src=./$f',
     '  if [ "$count" -gt 0 ]; then dd if="./$f" of="$t/part" bs=1048576 skip="$skip" count="$count" 2>/dev/null || { echo "' + PUT_TAG + ' fail $n 000 26 -"; exit 0; }; src=$t/part; fi',
     // -g: no globbing of the file name; -s without -S: curl's messages are dropped (the exit code says enough).
-    '  code=$(printf \'url = "%s"\\n\' "$url" | curl -s -g -K - -K "$t/h" --fail-with-body --retry 3 --retry-connrefused --connect-timeout 10 -T "$src" -D "$t/head" -o "$t/body" -w \'%{http_code}\')',
-    '  rc=$?',
-    '  if [ $rc -eq 0 ]; then',
+    '  code=$(printf \'url = "%s"\\n\' "$url" | curl -s -g -K - -K "$t/h" $fwb --retry 3 --retry-connrefused --connect-timeout 10 -T "$src" -D "$t/head" -o "$t/body" -w \'%{http_code}\')',
+    '  rc=$?; code=${code:-000}',
+    '  if [ $rc -eq 0 ] && [ "$code" -ge 200 ] && [ "$code" -lt 300 ]; then',
     '    etag=$(tr -d \'\\r\' <"$t/head" | sed -n \'s/^[Ee][Tt][Aa][Gg]: *//p\' | tail -n 1)',
-    `    echo "${PUT_TAG} ok $n \${code:-000} \${etag:--}"`,
+    `    echo "${PUT_TAG} ok $n $code \${etag:--}"`,
     '  else',
     // Only the answer's <Code>: an S3 error body may carry the canonical request (with the access key id).
-    '    err=$(sed -n \'s/.*<Code>\\([A-Za-z0-9.]*\\)<\\/Code>.*/\\1/p\' "$t/body" 2>/dev/null | head -n 1)',
-    `    echo "${PUT_TAG} fail $n \${code:-000} $rc \${err:--}"`,
+    '    err=$(sed -n \'s/.*<Code>\\([A-Za-z0-9.]*\\)<\\/Code>.*/\\1/p\' "$t/body" 2>/dev/null | tail -n 1)',
+    `    echo "${PUT_TAG} fail $n $code $rc \${err:--}"`,
     '    exit 0',
     '  fi',
     'done',
   ].join('\n');
   return [
     `cd -- ${shellQuote(dir)} || exit ${DIRECT_NO_DIR_EXIT}`,
-    `command -v curl >/dev/null 2>&1 || { echo 'curl not found' >&2; exit ${DIRECT_NO_TOOL_EXIT}; }`,
+    `for tool in curl mktemp; do command -v $tool >/dev/null 2>&1 || { echo "$tool not found" >&2; exit ${DIRECT_NO_TOOL_EXIT}; }; done`,
+    // An HTTP refusal is judged by its code below; --fail-with-body (curl 7.76+) only where this curl has it.
+    "fwb=; curl --help all 2>/dev/null | grep -q -- '--fail-with-body' && fwb=--fail-with-body",
     ...uploads.some((upload) => upload.range) ? [`command -v dd >/dev/null 2>&1 || { echo 'dd not found' >&2; exit ${DIRECT_NO_TOOL_EXIT}; }`] : [],
     // The header file, the part and the answer live in a private directory, removed on the way out.
     't=$(umask 077; mktemp -d "${TMPDIR:-/tmp}/runpod-operator-s3.XXXXXX") || exit 1',

@@ -161,8 +161,8 @@ class DirectRun {
       if (!report.ok && first && index === 0 && report.http === 0 && UNREACHABLE_EXITS.has(report.curlExit)) {
         return { kind: 'unreachable', message: `the pod cannot reach the object store (curl exit ${report.curlExit} uploading ${item.what})` };
       }
-      const answer = report.http === 0 ? 'no answer' : `HTTP ${report.http}${!report.ok && report.code ? ` ${report.code}` : ''}`;
-      return { kind: 'failed', message: `the store refused ${item.what} (${answer}${report.ok ? '' : `, curl exit ${report.curlExit}`})` };
+      if (report.http === 0) return { kind: 'failed', message: `uploading ${item.what}: no answer from the store (curl exit ${report.ok ? 0 : report.curlExit})` };
+      return { kind: 'failed', message: `the store refused ${item.what} (HTTP ${report.http}${!report.ok && report.code ? ` ${report.code}` : ''})` };
     }
     return undefined;
   }

@@ -128,10 +128,14 @@ describe('uploadFromPod: the pod uploads its own results with presigned URLs', (
   test('a file changed on the pod after the manifest: failed (BadDigest), nothing stored under its key', async () => {
     const { dir, files, target } = await results('printf "the bytes of the manifest" > first.txt && printf "as manifested" > "changed file.txt"');
     await onPod(`printf "other bytes, same size" > ${shellQuote(`${dir}/changed file.txt`)}`);
-    const outcome = await uploadFromPod(conn, dir, files, target, { expiresInSeconds: EXPIRES });
+    // The unchanged file first: its bytes go through, so the refusal is the changed file's own.
+    const ordered = [...files].sort((a, b) => (a.path === 'first.txt' ? -1 : b.path === 'first.txt' ? 1 : 0));
+    const outcome = await uploadFromPod(conn, dir, ordered, target, { expiresInSeconds: EXPIRES });
     assertClean(outcome);
-    assert.equal(outcome.kind, 'failed');
-    assert.match(outcome.kind === 'failed' ? outcome.message : '', /changed file\.txt.*HTTP 400 BadDigest/);
+    assert.deepEqual(outcome, { kind: 'failed', message: 'the store refused changed file.txt (HTTP 400 BadDigest)' });
+    const first = files.find((file) => file.path === 'first.txt');
+    const head = await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: resultKey(target, 'first.txt'), ChecksumMode: 'ENABLED' }));
+    assert.equal(head.ChecksumSHA256, b64(first?.sha256 ?? ''));
     await assert.rejects(s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: resultKey(target, 'changed file.txt') })), { name: 'NotFound' });
   });
 
@@ -173,7 +177,7 @@ describe('uploadFromPod: the pod uploads its own results with presigned URLs', (
       mock.timers.reset();
     }
     assertClean(outcome);
-    assert.deepEqual(outcome, { kind: 'failed', message: 'the store refused late.txt (HTTP 403 AccessDenied, curl exit 22)' });
+    assert.deepEqual(outcome, { kind: 'failed', message: 'the store refused late.txt (HTTP 403 AccessDenied)' });
     assert.deepEqual(await objectsUnder(target), []);
   });
 });
