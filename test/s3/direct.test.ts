@@ -149,6 +149,26 @@ describe('uploadFromPod: the pod uploads its own results with presigned URLs', (
     assert.equal(await pendingUploads(target), 0);
   });
 
+  test('a part changed between its hash and its upload: failed (BadDigest), the multipart upload aborted', async () => {
+    const { dir, files, target } = await results('head -c 12582912 /dev/urandom > big.bin');
+    // The change lands once the controller has created the upload, i.e. after the pod hashed the parts.
+    const client = store.client();
+    client.middlewareStack.add((next, context) => async (args) => {
+      const result = await next(args);
+      if (context.commandName === 'CreateMultipartUploadCommand') await onPod(`printf X | dd of=${dir}/big.bin bs=1 seek=11000000 conv=notrunc 2>/dev/null`);
+      return result;
+    }, { step: 'initialize', name: 'changeAfterCreate' });
+    try {
+      const outcome = await uploadFromPod(conn, dir, files, { ...target, client }, { expiresInSeconds: EXPIRES, partSizeBytes: 5 * MIB });
+      assertClean(outcome);
+      assert.deepEqual(outcome, { kind: 'failed', message: 'the store refused part 3 of big.bin (HTTP 400 BadDigest)' });
+    } finally {
+      client.destroy();
+    }
+    assert.deepEqual(await objectsUnder(target), []);
+    assert.equal(await pendingUploads(target), 0);
+  });
+
   test('a store the pod cannot reach (no forward to its port): unreachable, so the caller streams', async () => {
     const { dir, files, target } = await results('printf "never sent" > a.txt');
     // The same store seen through a port nothing forwards into the pod: the controller could sign for it, the pod cannot connect.
