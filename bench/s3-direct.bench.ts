@@ -4,7 +4,7 @@
 // Prints figures only. Loopback: this measures curl, the simulator's relay and SeaweedFS, not a network.
 import { readFileSync } from 'node:fs';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { DEFAULT_PART_SIZE_BYTES, uploadFromPod } from '../src/results/s3-direct.ts';
+import { uploadFromPod } from '../src/results/s3-direct.ts';
 import { parsePartHashes, partHashCommand } from '../src/results/s3-direct-pod.ts';
 import { connectPinned } from '../src/ssh/connect.ts';
 import { execChecked } from '../src/ssh/exec.ts';
@@ -14,6 +14,8 @@ import { startSimulator } from '../test/runpod-sim/server.ts';
 import { startObjectStore } from '../test/s3/seaweedfs.ts';
 
 const sizeMb = Number(process.env.BENCH_SIZE_MB ?? 200);
+/** uploadFromPod's default part size. */
+const PART_MIB = 64;
 
 /**
  * Counts the commands through the controller's client: CreateMultipartUpload and CompleteMultipartUpload
@@ -66,13 +68,13 @@ try {
     const hashStarted = performance.now();
     await execChecked(conn, `mkdir -p /root/hash && head -c ${sizeMb * 1048576} /dev/urandom > /root/hash/payload.bin`, 'the payload', { timeoutMs: 600_000 });
     const madeIn = (performance.now() - hashStarted) / 1000;
-    const parted = [{ path: 'payload.bin', size: sizeMb * 1048576, partMiB: DEFAULT_PART_SIZE_BYTES / 1048576 }];
+    const parted = [{ path: 'payload.bin', size: sizeMb * 1048576, partMiB: PART_MIB }];
     const hashing = performance.now();
     parsePartHashes((await execChecked(conn, partHashCommand('/root/hash', parted), 'the part hashes', { timeoutMs: 600_000 })).stdout.toString(), parted);
     const hashSeconds = (performance.now() - hashing) / 1000;
     console.log(`${'alone: part + whole hashes on the pod'.padEnd(44)} ${hashSeconds.toFixed(2).padStart(7)} s  ${(sizeMb / hashSeconds).toFixed(1).padStart(7)} MiB/s  (writing the payload: ${madeIn.toFixed(2)} s)`);
     await execChecked(conn, 'rm -rf /root/hash', 'cleaning up', { timeoutMs: 60_000 });
-    await run(`one ${sizeMb} MiB file, ${DEFAULT_PART_SIZE_BYTES / 1048576} MiB parts`, '/root/big', `head -c ${sizeMb * 1048576} /dev/urandom > payload.bin`, 'big/');
+    await run(`one ${sizeMb} MiB file, ${PART_MIB} MiB parts`, '/root/big', `head -c ${sizeMb * 1048576} /dev/urandom > payload.bin`, 'big/');
     await run('100 files of 64 KiB (single PUTs)', '/root/small', 'i=0; while [ $i -lt 100 ]; do head -c 65536 /dev/urandom > f$i; i=$((i+1)); done', 'small/');
   } finally {
     conn.close();

@@ -31,7 +31,7 @@ export type DirectOutcome =
   | { kind: 'failed'; message: string };                     // reached, but an upload was refused (e.g. BadDigest): counts as an unverified try
 
 const MIB = 1024 * 1024;
-export const DEFAULT_PART_SIZE_BYTES = 64 * MIB;
+const DEFAULT_PART_SIZE_BYTES = 64 * MIB;
 
 const optionsSchema = z.object({
   expiresInSeconds: z.number().int().min(1).max(7 * 24 * 3600),
@@ -48,7 +48,7 @@ const MAX_BATCH_BYTES = 1024 * MIB;
 const MIN_BYTES_PER_SECOND = MIB;
 
 /** Presigned URLs (and any trace of their signatures) out of a text that may reach logs, errors or status. */
-export function redactPresigned(text: string): string {
+function redactPresigned(text: string): string {
   return text
     .replace(/https?:\/\/[^\s"'<>]*X-Amz-[^\s"'<>]*/gi, '<presigned URL>')
     .replace(/X-Amz-(Signature|Credential|Security-Token)=[^&\s"'<>]*/gi, 'X-Amz-$1=<redacted>');

@@ -169,6 +169,24 @@ describe('uploadFromPod: the pod uploads its own results with presigned URLs', (
     assert.equal(await pendingUploads(target), 0);
   });
 
+  test('aborted while a large file is under way: rejects, and the multipart upload is aborted', async () => {
+    const { dir, files, target } = await results('head -c 12582912 /dev/urandom > big.bin');
+    const stop = new AbortController();
+    const client = store.client();
+    client.middlewareStack.add((next, context) => async (args) => {
+      const result = await next(args);
+      if (context.commandName === 'CreateMultipartUploadCommand') stop.abort(new Error('the run was deleted'));
+      return result;
+    }, { step: 'initialize', name: 'abortAfterCreate' });
+    try {
+      await assert.rejects(uploadFromPod(conn, dir, files, { ...target, client }, { expiresInSeconds: EXPIRES, partSizeBytes: 5 * MIB, signal: stop.signal }), { message: 'aborted' });
+    } finally {
+      client.destroy();
+    }
+    assert.deepEqual(await objectsUnder(target), []);
+    assert.equal(await pendingUploads(target), 0);
+  });
+
   test('a store the pod cannot reach (no forward to its port): unreachable, so the caller streams', async () => {
     const { dir, files, target } = await results('printf "never sent" > a.txt');
     // The same store seen through a port nothing forwards into the pod: the controller could sign for it, the pod cannot connect.
