@@ -2,13 +2,15 @@
 // transfer in the pool and returns; the reconcile the pool asks for when it ends takes the outcome
 // and applies it. Without one (tests and benches calling reconcile directly), it transfers inline
 // over the reconcile's connection, as a worker would have held it before the pool.
+import { posix } from 'node:path';
 import type { RunpodRunStatus } from '../api/status.ts';
 import { runDirOf, stateDirOf } from '../pod/index.ts';
-import { connectPinned, type SshConnection } from '../ssh/index.ts';
+import { connectPinned, type ManifestFile, type SshConnection } from '../ssh/index.ts';
 import type { ActContext } from './act.ts';
 import { applyRetrievalOutcome, type RetrievalOutcome } from './decide.ts';
 import { retrieveResults } from './job-steps.ts';
 import { retrieveResultsToS3 } from './s3-retrieval.ts';
+import { uploadFromPod } from '../results/s3-direct.ts';
 import { isS3Failure, s3FailureText } from '../results/s3-errors.ts';
 import { openS3Target } from './s3-access.ts';
 import type { TransferPool } from './transfers.ts';
@@ -59,7 +61,12 @@ async function transfer(ctx: ActContext, ssh: SshConnection, signal: AbortSignal
   if (!opened.ok) return { kind: 'unverified', message: opened.message };
   const { target } = opened;
   try {
-    return await retrieveResultsToS3(ssh, dirs, ctx.spec, target, options);
+    // The pod sends its files itself (presigned PUTs, valid for the retrieve grace); a pod that cannot
+    // reach the store's endpoint has them streamed through the controller instead.
+    const { spec } = ctx;
+    const remoteDir = posix.join(dirs.runDir, spec.results.path);
+    const direct = (files: ManifestFile[]) => uploadFromPod(ssh, remoteDir, files, target, { expiresInSeconds: spec.limits.retrieveGraceSeconds, ...(signal ? { signal } : {}) });
+    return await retrieveResultsToS3(ssh, dirs, spec, target, { ...options, direct });
   } catch (error) {
     // The store refused or did not answer: an unverified try (retried within the grace), not a crashed step.
     if (signal?.aborted || !isS3Failure(error)) throw error;

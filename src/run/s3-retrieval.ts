@@ -12,21 +12,16 @@ import { alreadyStored, verifyObjects, writeSums } from '../results/s3-verify.ts
 import { resultKey, type S3Target } from '../results/s3-target.ts';
 import { computeManifest, exec, execChecked, listRemoteFiles, shellQuote, type ManifestFile, type SshConnection } from '../ssh/index.ts';
 import type { RetrievalOutcome } from './decide.ts';
+import type { DirectOutcome } from '../results/s3-direct.ts';
 import type { PodDirs, RetrieveStepOptions } from './job-steps.ts';
 
 const commandTimeout = { timeoutMs: 30_000 };
 /** Files streamed at once: each holds at most ~3 parts (s3-stream.ts), so memory stays bounded. */
 const STREAMS = 2;
 
-/** What the direct path (the pod PUTs presigned URLs itself) reports; the seam it plugs into. */
-export type DirectAttempt =
-  | { kind: 'uploaded'; files: number; bytes: number }
-  | { kind: 'unreachable'; message: string }
-  | { kind: 'failed'; message: string };
-
 export interface S3RetrieveOptions extends RetrieveStepOptions {
   /** Tries the direct path for `files` first; `unreachable` falls back to streaming. Absent: streaming only. */
-  direct?: (files: ManifestFile[]) => Promise<DirectAttempt>;
+  direct?: (files: ManifestFile[]) => Promise<DirectOutcome>;
 }
 
 export async function retrieveResultsToS3(ssh: SshConnection, { runDir, stateDir }: PodDirs, spec: RunpodRunSpec, target: S3Target, options: S3RetrieveOptions = {}): Promise<RetrievalOutcome> {

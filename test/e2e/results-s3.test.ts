@@ -1,4 +1,5 @@
-// Results delivered to a real S3-compatible store (SeaweedFS), streamed through the controller: the
+// Results delivered to a real S3-compatible store (SeaweedFS), by the pod itself when it reaches the
+// store (presigned URLs), else streamed through the controller: the
 // objects, job.log and SHA256SUMS are there and `sha256sum -c` passes on a download; a missing
 // credentials Secret is a status the run waits in, not a crash; a store that is down keeps the pod
 // within the retrieve grace, then the run fails ResultsUnverified with the pod deleted. The S3 secret
@@ -108,6 +109,33 @@ describe('results in S3-compatible object storage', () => {
       await assertSecretNowhere(world, await world.run('s3ok'), store.secretAccessKey);
       await world.deleteRun('s3ok');
     }));
+
+  test('a pod that reaches the store uploads its own files (presigned PUTs, multipart above the part size): path direct, sha256sum -c passes', () => {
+    const port = Number(new URL(store.endpoint).port);
+    return withWorld('s3direct', async (world) => {
+      await kubectl(['create', 'secret', 'generic', 's3', '-n', world.namespace,
+        `--from-literal=AWS_ACCESS_KEY_ID=${store.accessKeyId}`, `--from-literal=AWS_SECRET_ACCESS_KEY=${store.secretAccessKey}`]);
+      await world.apply(runManifest('s3direct', {
+        job: { command: ['sh', '-c', 'mkdir -p output && echo direct > output/d.txt && head -c 70000000 /dev/urandom > output/big.bin'] },
+        results: { path: 'output', s3: s3Spec(store, { credentials: { secretName: 's3' } }) },
+      }));
+      const run = await world.waitForRun('s3direct', 'ended', (r) => r.status?.phase === 'Succeeded' || r.status?.phase === 'Failed', 240_000);
+      assert.equal(run.status?.phase, 'Succeeded', JSON.stringify(run.status));
+      assert.equal(run.status?.results?.path, 'direct', 'the pod sent the bytes, not the controller');
+      assert.equal(run.status?.results?.files, 2);
+      const prefix = `${world.namespace}/s3direct/${run.metadata.uid}/`;
+      const dir = mkdtempSync(join(tmpdir(), 's3direct-'));
+      try {
+        assert.deepEqual(await download(s3, prefix, dir), ['SHA256SUMS', 'job.log', 'results/big.bin', 'results/d.txt']);
+        execFileSync('sha256sum', ['-c', '--strict', 'SHA256SUMS'], { cwd: dir });
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+      await assertSecretNowhere(world, await world.run('s3direct'), store.secretAccessKey);
+      assert.ok(!/X-Amz-Signature=[0-9a-f]{16}/i.test(world.logLines.join('')), 'no presigned URL in the controller log');
+      await world.deleteRun('s3direct');
+    }, { sim: { network: { forward: [{ podPort: port, hostPort: port }] } } });
+  });
 
   test('the controller\'s --results-store s3://bucket/prefix/ with the SDK\'s default credentials (env) holds a run that names no bucket', () =>
     unsuppressed(async () => {
