@@ -6,12 +6,14 @@ import { readFileSync } from 'node:fs';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { uploadFromPod } from '../src/results/s3-direct.ts';
 import { parsePartHashes, partHashCommand } from '../src/results/s3-direct-pod.ts';
+import { openSftp, streamFileToS3 } from '../src/results/s3-stream.ts';
 import { connectPinned } from '../src/ssh/connect.ts';
 import { execChecked } from '../src/ssh/exec.ts';
 import { computeManifest } from '../src/ssh/manifest.ts';
 import { ACCOUNT_KEY, cleanUp, createPod, makeKeys, removeKeys, sshPort, waitFor } from '../test/pod/helpers.ts';
 import { startSimulator } from '../test/runpod-sim/server.ts';
 import { startObjectStore } from '../test/s3/seaweedfs.ts';
+import { RssSampler } from './support.ts';
 
 const sizeMb = Number(process.env.BENCH_SIZE_MB ?? 200);
 /** uploadFromPod's default part size. */
@@ -55,13 +57,15 @@ try {
       await execChecked(conn, `mkdir -p ${dir} && cd ${dir} && ${script}`, 'the payload', { timeoutMs: 600_000 });
       const { files } = await computeManifest(conn, dir, { timeoutMs: 600_000 });
       counts.clear();
+      const rss = new RssSampler();
       const started = performance.now();
       const outcome = await uploadFromPod(conn, dir, files, { client: s3, bucket: 'bench', keyPrefix: prefix }, { expiresInSeconds: 900 });
       const seconds = (performance.now() - started) / 1000;
+      rss.stop();
       if (outcome.kind !== 'uploaded') throw new Error(`${what}: ${outcome.message}`);
       const mib = outcome.bytes / 1048576;
       const controller = [...counts].map(([name, n]) => `${name} ${n}`).join(', ') || 'none';
-      console.log(`${what.padEnd(44)} ${seconds.toFixed(2).padStart(7)} s  ${(mib / seconds).toFixed(1).padStart(7)} MiB/s  commands (presigned or sent): ${controller}`);
+      console.log(`${what.padEnd(44)} ${seconds.toFixed(2).padStart(7)} s  ${(mib / seconds).toFixed(1).padStart(7)} MiB/s  controller RSS ${(rss.baseline / 1048576).toFixed(0)} -> peak ${(rss.hwm() / 1048576).toFixed(0)} MiB  commands (presigned or sent): ${controller}`);
     };
     // The store's first write allocates its volumes (seconds): not the path's cost.
     await run('warm-up (one small file)', '/root/warm', 'printf x > x', 'warm/');
@@ -75,6 +79,24 @@ try {
     console.log(`${'alone: part + whole hashes on the pod'.padEnd(44)} ${hashSeconds.toFixed(2).padStart(7)} s  ${(sizeMb / hashSeconds).toFixed(1).padStart(7)} MiB/s  (writing the payload: ${madeIn.toFixed(2)} s)`);
     await execChecked(conn, 'rm -rf /root/hash', 'cleaning up', { timeoutMs: 60_000 });
     await run(`one ${sizeMb} MiB file, ${PART_MIB} MiB parts`, '/root/big', `head -c ${sizeMb * 1048576} /dev/urandom > payload.bin`, 'big/');
+    // The same file through the controller (the fallback when the pod cannot reach the store): SFTP in, multipart out.
+    {
+      const { files } = await computeManifest(conn, '/root/big', { timeoutMs: 600_000 });
+      const file = files[0]!;
+      counts.clear();
+      const rss = new RssSampler();
+      const started = performance.now();
+      const sftp = await openSftp(conn);
+      try {
+        await streamFileToS3(sftp, '/root/big/payload.bin', file, { client: s3, bucket: 'bench', keyPrefix: 'streamed/' }, 'streamed/payload.bin');
+      } finally {
+        sftp.end();
+      }
+      const seconds = (performance.now() - started) / 1000;
+      rss.stop();
+      const controller = [...counts].map(([name, n]) => `${name} ${n}`).join(', ') || 'none';
+      console.log(`${`the same file streamed through the controller`.padEnd(44)} ${seconds.toFixed(2).padStart(7)} s  ${(file.size / 1048576 / seconds).toFixed(1).padStart(7)} MiB/s  controller RSS ${(rss.baseline / 1048576).toFixed(0)} -> peak ${(rss.hwm() / 1048576).toFixed(0)} MiB  requests: ${controller}`);
+    }
     await run('100 files of 64 KiB (single PUTs)', '/root/small', 'i=0; while [ $i -lt 100 ]; do head -c 65536 /dev/urandom > f$i; i=$((i+1)); done', 'small/');
   } finally {
     conn.close();
