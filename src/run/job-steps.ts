@@ -10,7 +10,7 @@ import {
   type PodState,
 } from '../pod/index.ts';
 import { commitResults, discardStaging, jobLogName, resultsSubdirectory, stagingDirectory } from '../results/store.ts';
-import { computeManifest, downloadFile, exec, execChecked, retrieveDirectory, shellQuote, uploadFile, type SshConnection } from '../ssh/index.ts';
+import { computeManifest, downloadFile, exec, execChecked, retrieveDirectory, shellQuote, uploadFile, type Manifest, type SshConnection } from '../ssh/index.ts';
 import type { RetrievalOutcome } from './decide.ts';
 import type { JobInputs } from './job-inputs.ts';
 
@@ -57,17 +57,30 @@ export interface RetrieveStepOptions {
  * Streams the results directory and the job log into a staging directory, checks every file against
  * the pod's SHA-256 manifest, and only then moves it into place and writes the `retrieved` marker.
  */
-export async function retrieveResults(ssh: SshConnection, { runDir, stateDir }: PodDirs, spec: RunpodRunSpec, location: string, options: RetrieveStepOptions = {}): Promise<RetrievalOutcome> {
-  const remoteDir = posix.join(runDir, spec.results.path);
-  const signal = options.signal ? { signal: options.signal } : {};
-  // A job that wrote no results has an empty, verifiable result.
-  await execChecked(ssh, `mkdir -p -- ${shellQuote(remoteDir)}`, 'preparing the results directory', { ...commandTimeout, ...signal });
-  const manifest = await computeManifest(ssh, remoteDir, { timeoutMs: 600_000, ...signal });
+/**
+ * The first step of a retrieval, whichever store it goes to: the pod's manifest of the results
+ * directory (created when the job wrote none: an empty result is verifiable), or the refusal of a
+ * result set larger than results.maxBytes.
+ */
+export async function resultManifest(ssh: SshConnection, remoteDir: string, spec: RunpodRunSpec, signal: AbortSignal | undefined):
+  Promise<{ manifest: Manifest } | Extract<RetrievalOutcome, { kind: 'tooLarge' }>> {
+  const withSignal = signal ? { signal } : {};
+  await execChecked(ssh, `mkdir -p -- ${shellQuote(remoteDir)}`, 'preparing the results directory', { ...commandTimeout, ...withSignal });
+  const manifest = await computeManifest(ssh, remoteDir, { timeoutMs: 600_000, ...withSignal });
   const maxBytes = spec.results.maxBytes ?? DEFAULT_RESULTS_MAX_BYTES;
   const total = manifest.files.reduce((sum, file) => sum + file.size, 0);
   if (total > byteSizeValue(maxBytes)) {
     return { kind: 'tooLarge', message: `the results are ${total} bytes in ${manifest.files.length} files, more than spec.results.maxBytes (${maxBytes} = ${byteSizeValue(maxBytes)} bytes)` };
   }
+  return { manifest };
+}
+
+export async function retrieveResults(ssh: SshConnection, { runDir, stateDir }: PodDirs, spec: RunpodRunSpec, location: string, options: RetrieveStepOptions = {}): Promise<RetrievalOutcome> {
+  const remoteDir = posix.join(runDir, spec.results.path);
+  const signal = options.signal ? { signal: options.signal } : {};
+  const read = await resultManifest(ssh, remoteDir, spec, options.signal);
+  if (!('manifest' in read)) return read;
+  const { manifest } = read;
   const staging = await stagingDirectory(location);
   try {
     const retrieved = await retrieveDirectory(ssh, remoteDir, resultsSubdirectory(staging), manifest, {

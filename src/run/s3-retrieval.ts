@@ -4,16 +4,16 @@
 // re-listed (a file written late is extra) → job.log → SHA256SUMS last → only then the `retrieved`
 // marker. The outcome is the dir store's RetrievalOutcome, so decide and the transfer pool are unchanged.
 import { posix } from 'node:path';
-import { DEFAULT_RESULTS_MAX_BYTES, byteSizeValue, type RunpodRunSpec } from '../api/spec.ts';
+import type { RunpodRunSpec } from '../api/spec.ts';
 import { markRetrievedCommand, parseAck, podPath, RETRIEVED_TAG } from '../pod/index.ts';
 import { FileRefusedError, openSftp, PART_SIZE_BYTES, streamFileToS3 } from '../results/s3-stream.ts';
 import { s3Uri } from '../results/s3-store.ts';
 import { alreadyStored, verifyObjects, writeSums } from '../results/s3-verify.ts';
 import { resultKey, type S3Target } from '../results/s3-target.ts';
-import { computeManifest, exec, execChecked, listRemoteFiles, shellQuote, type ManifestFile, type SshConnection } from '../ssh/index.ts';
+import { exec, execChecked, listRemoteFiles, shellQuote, type ManifestFile, type SshConnection } from '../ssh/index.ts';
 import type { RetrievalOutcome } from './decide.ts';
 import type { DirectOutcome } from '../results/s3-direct.ts';
-import type { PodDirs, RetrieveStepOptions } from './job-steps.ts';
+import { resultManifest, type PodDirs, type RetrieveStepOptions } from './job-steps.ts';
 
 const commandTimeout = { timeoutMs: 30_000 };
 /** Files streamed at once: each holds at most ~3 parts (s3-stream.ts), so memory stays bounded. */
@@ -28,13 +28,9 @@ export async function retrieveResultsToS3(ssh: SshConnection, { runDir, stateDir
   const { signal } = options;
   const withSignal = signal ? { signal } : {};
   const remoteDir = posix.join(runDir, spec.results.path);
-  await execChecked(ssh, `mkdir -p -- ${shellQuote(remoteDir)}`, 'preparing the results directory', { ...commandTimeout, ...withSignal });
-  const manifest = await computeManifest(ssh, remoteDir, { timeoutMs: 600_000, ...withSignal });
-  const maxBytes = spec.results.maxBytes ?? DEFAULT_RESULTS_MAX_BYTES;
-  const total = manifest.files.reduce((sum, file) => sum + file.size, 0);
-  if (total > byteSizeValue(maxBytes)) {
-    return { kind: 'tooLarge', message: `the results are ${total} bytes in ${manifest.files.length} files, more than spec.results.maxBytes (${maxBytes} = ${byteSizeValue(maxBytes)} bytes)` };
-  }
+  const read = await resultManifest(ssh, remoteDir, spec, signal);
+  if (!('manifest' in read)) return read;
+  const { manifest } = read;
   // Object storage holds no links: a link is named, never followed into a copy.
   const links = manifest.links ?? [];
   if (links.length > 0) return unverified({ refused: links.map((link) => `${link.path} -> ${link.target}: object storage holds no symlinks`) });
@@ -60,7 +56,7 @@ export async function retrieveResultsToS3(ssh: SshConnection, { runDir, stateDir
   await writeSums(target, manifest.files, path, signal);
   const marked = await execChecked(ssh, markRetrievedCommand({ stateDir }), 'marking the results retrieved', commandTimeout);
   parseAck(marked.stdout.toString('utf8'), RETRIEVED_TAG);
-  return { kind: 'verified', files: manifest.files.length, bytes: total, location: s3Uri(target), verifiedAt: new Date(), path };
+  return { kind: 'verified', files: manifest.files.length, bytes: manifest.files.reduce((sum, file) => sum + file.size, 0), location: s3Uri(target), verifiedAt: new Date(), path };
 }
 
 /** Streams every file (a few at once); refusals are collected, a transport failure throws. */
