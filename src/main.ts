@@ -130,7 +130,7 @@ export async function startController(config: Config, options: StartOptions = {}
     settings: { ambiguousLookupMs: 2 * config.pollInterval, deadlineMarginMs: config.deadlineMargin, goneLooks: 3, pollIntervalMs: config.pollInterval },
   });
   const sweeper = new Sweeper({
-    accounts, owner, logger, intervalMs: config.sweepInterval, graceMs: config.strayGrace,
+    accounts, owner, logger, intervalMs: config.sweepInterval, graceMs: config.strayGrace, deadlineMarginMs: config.deadlineMargin,
     cachedRunUids: () => new Set(runUids.keys()),
     liveRunUids: () => reconciler.runs.liveRunUids(config.namespace),
     referencedApiKeys: () => referencedApiKeys(reflector?.list() ?? [], reconciler),
@@ -139,7 +139,7 @@ export async function startController(config: Config, options: StartOptions = {}
       if (run) events.record(run, { type: 'Warning', reason: 'StrayPodDeleted', note: `pod ${stray.podName} (${stray.podId}) outlived this run; the sweeper deleted it (confirmed)` });
       deletedRuns.delete(stray.runUid);
     },
-    onDeleted: () => metrics.strayPodDeleted(),
+    onDeleted: (why) => metrics.sweptPodDeleted(why),
   });
   const isLeader = (): boolean => (config.leaderElect ? election.elector?.isLeader() ?? false : controller !== undefined);
 

@@ -41,6 +41,7 @@ export class OperatorMetrics {
   readonly #rateLimitWaits: Counter<'cause'>;
   readonly #rateLimitWaitSeconds: Counter<'cause'>;
   readonly #strayPodsDeleted: Counter;
+  readonly #overduePodsDeleted: Counter;
   readonly #sshConnections: Counter<'outcome'>;
   readonly #resultBytes: Counter;
   readonly #resultFiles: Counter;
@@ -114,6 +115,7 @@ export class OperatorMetrics {
       },
     });
     this.#strayPodsDeleted = new Counter({ name: 'runpod_operator_stray_pods_deleted_total', help: 'Pods of this cluster whose run no longer exists that the sweeper deleted', registers });
+    this.#overduePodsDeleted = new Counter({ name: 'runpod_operator_overdue_pods_deleted_total', help: 'Pods of this cluster past their deadline + --deadline-margin that the sweeper deleted from the pod list', registers });
     this.#sshConnections = new Counter({ name: 'runpod_operator_ssh_connections_total', help: 'SSH connections to pods, by outcome (ok, host_key_mismatch, failed)', labelNames: ['outcome'], registers });
     this.#resultBytes = new Counter({ name: 'runpod_operator_result_bytes_total', help: 'Bytes of verified results retrieved from pods', registers });
     this.#resultFiles = new Counter({ name: 'runpod_operator_result_files_total', help: 'Files of verified results retrieved from pods', registers });
@@ -160,8 +162,9 @@ export class OperatorMetrics {
     },
   };
 
-  strayPodDeleted(): void {
-    this.#strayPodsDeleted.inc();
+  /** The sweeper deleted a pod: its run was gone (stray) or its deadline + margin had passed. */
+  sweptPodDeleted(why: 'stray' | 'deadline'): void {
+    (why === 'stray' ? this.#strayPodsDeleted : this.#overduePodsDeleted).inc();
   }
 
   sshConnection(outcome: 'ok' | 'host_key_mismatch' | 'failed'): void {

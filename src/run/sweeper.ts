@@ -1,7 +1,12 @@
-// The stray sweep: a pod this install owns (cluster id and scope markers, see ownership.ts) whose
-// run no longer exists is deleted, and deleted again until a pod list made after the delete no
-// longer shows it (then the deletion is confirmed in the log). Pods of existing runs are their
-// reconcile's business; pods this install does not own are never judged.
+// The sweep: a pod this install owns (cluster id and scope markers, see ownership.ts) is deleted when
+// its run no longer exists (a stray) or when its own deadline marker plus --deadline-margin has
+// passed, and deleted again until a pod list made after the delete no longer shows it (then the
+// deletion is confirmed in the log). Otherwise pods of existing runs are their reconcile's business;
+// pods this install does not own are never judged.
+//
+// The deadline is absolute for every pod, so it needs no read of the runs: a pod whose watchdog
+// cannot act (its container died, or its key may not delete it) is deleted at the leader's first
+// list, not when a long work queue reaches its run after a restart.
 //
 // It acts only on fresh evidence: its own pod list per account (not a shared snapshot), a pod older
 // than the grace, and a live read of the runs made after that list (not the reflector's cache,
@@ -14,6 +19,9 @@ import { ownsPod, type Owner } from './ownership.ts';
 import { POD_ENV } from '../pod/protocol.ts';
 
 export interface StrayPod { podId: string; podName: string; runUid: string; account: string }
+
+/** Why a pod is deleted: its run is gone, or its own deadline (+ the margin) passed. */
+type Condemned = StrayPod & { why: 'stray' | 'deadline' };
 
 export interface SweeperOptions {
   accounts: Accounts;
@@ -28,13 +36,15 @@ export interface SweeperOptions {
   onConfirmed?: (stray: StrayPod) => void;
   logger: Logger;
   intervalMs: number;
+  /** --deadline-margin: a pod this long past its RUNPOD_OPERATOR_DEADLINE is deleted, its run alive or not. */
+  deadlineMarginMs: number;
   /** A pod this young may belong to a run the API server has not shown yet. */
   graceMs?: number;
-  /** Told of each stray pod it deleted (metrics). */
-  onDeleted?: () => void;
+  /** Told of each pod it deleted (metrics). */
+  onDeleted?: (why: Condemned['why']) => void;
 }
 
-interface SentDelete { stray: StrayPod; sentAt: number }
+interface SentDelete { stray: Condemned; sentAt: number }
 
 export class Sweeper {
   #options: SweeperOptions;
@@ -81,29 +91,31 @@ export class Sweeper {
       const listed = await this.#listOwned(account);
       if (!listed) continue;
       this.#confirm(account, listed);
-      const strays = this.#candidates(account, listed);
-      if (strays.length === 0) continue;
+      const condemned = this.#candidates(account, listed);
+      if (condemned.length === 0) continue;
       // Read after this account's list, never reused for the next: a pass can last minutes (429
       // waits), and a run created meanwhile may own a pod a later list shows. Every candidate here
       // was listed before this read, so its run (older than its pod) is in it unless it is gone.
-      const live = await this.#options.liveRunUids();
-      for (const stray of strays) {
-        if (live.has(stray.runUid)) continue;
+      const live = condemned.some((pod) => pod.why === 'stray') ? await this.#options.liveRunUids() : new Set<string>();
+      for (const pod of condemned) {
+        if (pod.why === 'stray' && live.has(pod.runUid)) continue;
         const { signal } = this.#stop;
         if (signal.aborted) return deleted;
         try {
-          await account.client.deletePod(stray.podId, { signal });
+          await account.client.deletePod(pod.podId, { signal });
         } catch (error) {
           if (signal.aborted) return deleted;
           if (!isRunpodError(error, 'not-found')) {
-            logger.warn({ err: error, ...stray }, 'deleting a stray pod failed; the next sweep tries again');
+            logger.warn({ err: error, ...pod }, 'deleting a pod in the sweep failed; the next sweep tries again');
             continue;
           }
         }
-        this.#sent.set(stray.podId, { stray, sentAt: Date.now() });
-        logger.warn(stray, 'deleted a stray pod whose run no longer exists; waiting for a newer list to confirm');
-        deleted.push(stray.podId);
-        this.#options.onDeleted?.();
+        this.#sent.set(pod.podId, { stray: pod, sentAt: Date.now() });
+        logger.warn(pod, pod.why === 'stray'
+          ? 'deleted a stray pod whose run no longer exists; waiting for a newer list to confirm'
+          : 'deleted a pod past its deadline (RUNPOD_OPERATOR_DEADLINE + --deadline-margin); waiting for a newer list to confirm');
+        deleted.push(pod.podId);
+        this.#options.onDeleted?.(pod.why);
       }
     }
     return deleted;
@@ -132,21 +144,32 @@ export class Sweeper {
     }
   }
 
-  #candidates(account: KnownAccount, listed: { at: number; pods: Pod[] }): StrayPod[] {
+  /** Deadline-condemned pods first: they bill now and need no read of the runs. */
+  #candidates(account: KnownAccount, listed: { at: number; pods: Pod[] }): Condemned[] {
     const cached = this.#options.cachedRunUids();
     const graceMs = this.#options.graceMs ?? 120_000;
-    const strays: StrayPod[] = [];
+    const condemned: Condemned[] = [];
     for (const pod of listed.pods) {
       const runUid = pod.env[POD_ENV.run];
-      if (!runUid || cached.has(runUid)) continue;
-      const created = Date.parse(pod.createdAt ?? '');
-      // No creation time, no judgement: the age is what proves the run had time to show up.
-      if (!Number.isFinite(created) || listed.at - created < graceMs) continue;
+      if (!runUid) continue;
       const sent = this.#sent.get(pod.id);
       // Resend only when a list begun after the last delete still shows the pod.
       if (sent && sent.sentAt > listed.at) continue;
-      strays.push({ podId: pod.id, podName: pod.name, runUid, account: account.id });
+      const why = this.#pastDeadline(pod, listed.at) ? 'deadline' : !cached.has(runUid) && this.#olderThan(pod, listed.at, graceMs) ? 'stray' : undefined;
+      if (why) condemned.push({ podId: pod.id, podName: pod.name, runUid, account: account.id, why });
     }
-    return strays;
+    return condemned.sort((a, b) => Number(b.why === 'deadline') - Number(a.why === 'deadline'));
+  }
+
+  /** The pod's own deadline (unix seconds, as its watchdog reads it) plus the margin is behind the list. */
+  #pastDeadline(pod: Pod, listedAt: number): boolean {
+    const marker = pod.env[POD_ENV.deadline] ?? '';
+    return /^\d+$/.test(marker) && listedAt > Number(marker) * 1000 + this.#options.deadlineMarginMs;
+  }
+
+  /** No creation time, no judgement: the age is what proves the run had time to show up. */
+  #olderThan(pod: Pod, listedAt: number, graceMs: number): boolean {
+    const created = Date.parse(pod.createdAt ?? '');
+    return Number.isFinite(created) && listedAt - created >= graceMs;
   }
 }

@@ -46,7 +46,9 @@ void test('/metrics exposes the runtime series under controller-runtime names an
     metrics.runpod.rateLimitWait('retry_after', 2);
     metrics.sshConnection('ok');
     metrics.resultsRetrieved(3, 4096);
-    metrics.strayPodDeleted();
+    metrics.sweptPodDeleted('stray');
+    metrics.sweptPodDeleted('deadline');
+    metrics.sweptPodDeleted('deadline');
     const after = await (await fetch(url)).text();
 
     const labels = { controller: 'runpodrun' };
@@ -70,6 +72,7 @@ void test('/metrics exposes the runtime series under controller-runtime names an
     assert.equal(sample(after, 'runpod_operator_ssh_connections_total', { outcome: 'ok' }), 1);
     assert.equal(sample(after, 'runpod_operator_result_bytes_total'), 4096);
     assert.equal(sample(after, 'runpod_operator_stray_pods_deleted_total'), 1);
+    assert.equal(sample(after, 'runpod_operator_overdue_pods_deleted_total'), 2);
     assert.ok(sample(after, 'process_resident_memory_bytes') !== undefined, 'process metrics too');
 
     const head = await fetch(url, { method: 'POST' });

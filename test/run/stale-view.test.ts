@@ -152,7 +152,7 @@ test('a run created while a sweep is under way keeps the pod a later account lis
     let fresh: { id: string } | undefined;
     let liveReads = 0;
     const sweeper = new Sweeper({
-      accounts, logger: createLogger('silent'), intervalMs: 60_000, graceMs,
+      accounts, logger: createLogger('silent'), intervalMs: 60_000, graceMs, deadlineMarginMs: 60_000,
       owner: { clusterId: 'cluster-a', scope },
       // The reflector has shown neither run: the cache is never the reason to keep or delete.
       cachedRunUids: () => new Set(),

@@ -37,7 +37,7 @@ test('the sweeper deletes only pods this install owns whose run no longer exists
     const confirmed: StrayPod[] = [];
     let liveReads = 0;
     const options: SweeperOptions = {
-      accounts, logger, intervalMs: 60_000, graceMs: 0,
+      accounts, logger, intervalMs: 60_000, graceMs: 0, deadlineMarginMs: 60_000,
       owner: { clusterId: 'cluster-a', scope },
       cachedRunUids: () => new Set(['uid-live']),
       // The API server already has uid-new; the cache has not shown it yet.
@@ -66,6 +66,57 @@ test('the sweeper deletes only pods this install owns whose run no longer exists
     assert.equal(byId(foreignCluster.id)?.deletedAt, null, 'another cluster\'s pod is never ours, whatever its name');
     assert.equal(byId(otherScope.id)?.deletedAt, null, 'another namespace-scoped install\'s pod is never ours');
     assert.equal(byId(clusterWide.id)?.deletedAt, null, 'a cluster-wide install\'s pod is not a namespace-scoped install\'s');
+  } finally {
+    for (const pod of await simPods(sim.adminUrl)) if (!pod.deletedAt) await client.deletePod(pod.id);
+    await accounts.close();
+    await client.close();
+    await assertNoLeaks(sim.adminUrl, 5000).finally(() => sim.stop());
+  }
+});
+
+test('the sweeper deletes any pod it owns once its own deadline marker + the margin has passed, its run alive or not', async () => {
+  const sim = await startSimulator({ apiKeys: [apiKey] });
+  const accounts = new Accounts({ baseUrl: sim.baseUrl, clusterId: 'cluster-a', pollIntervalMs: 1000, logger: createLogger('silent'), onPodsChanged: () => {} });
+  const client = createRunpodClient({ apiKey, baseUrl: sim.baseUrl, logger: createLogger('silent') });
+  const logLines: string[] = [];
+  const logger = createLogger('info', { write: (line: string) => { logLines.push(line); } });
+  try {
+    const scope = installScope('team-a');
+    const now = Math.floor(Date.now() / 1000);
+    const create = (name: string, cluster: string, run: string, deadline: number | string) => client.createPod({
+      name, image: 'img', gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 }, args: 'sleep 600',
+      env: { [POD_ENV.cluster]: cluster, [POD_ENV.scope]: scope, [POD_ENV.run]: run, [POD_ENV.deadline]: String(deadline) },
+    });
+    // Its run is alive and cached: only the deadline can condemn it (a container that died, or a
+    // pod key that may not delete its pod, leaves the controller the only one who can).
+    const overdue = await create('overdue-1', 'cluster-a', 'uid-live', now - 120);
+    const inMargin = await create('margin-1', 'cluster-a', 'uid-live', now - 10);
+    const future = await create('future-1', 'cluster-a', 'uid-live', now + 600);
+    const unreadable = await create('bad-1', 'cluster-a', 'uid-live', 'soon');
+    const foreign = await create('overdue-1', 'cluster-b', 'uid-live', now - 120);
+
+    let liveReads = 0;
+    const sweeper = new Sweeper({
+      accounts, logger, intervalMs: 60_000, deadlineMarginMs: 60_000,
+      // The grace guards strays only: a deadline is absolute, however young the pod.
+      graceMs: 3_600_000,
+      owner: { clusterId: 'cluster-a', scope },
+      cachedRunUids: () => new Set(['uid-live']),
+      liveRunUids: () => { liveReads++; return Promise.resolve(new Set(['uid-live'])); },
+      referencedApiKeys: () => Promise.resolve([apiKey]),
+    });
+    assert.deepEqual(await sweeper.sweep(), [overdue.id]);
+    assert.equal(liveReads, 0, 'a deadline needs no read of the runs');
+    assert.ok(logLines.some((line) => line.includes(overdue.id) && line.includes('deadline')), 'the log says why');
+    assert.deepEqual(await sweeper.sweep(), [], 'gone from the newer list: not resent');
+
+    const pods = await simPods(sim.adminUrl);
+    const byId = (id: string) => pods.find((pod) => pod.id === id);
+    assert.equal(byId(overdue.id)?.deletedBy, 'account');
+    assert.equal(byId(inMargin.id)?.deletedAt, null, 'within the margin the pod\'s watchdog and the reconcile come first');
+    assert.equal(byId(future.id)?.deletedAt, null);
+    assert.equal(byId(unreadable.id)?.deletedAt, null, 'no readable deadline, no judgement from it');
+    assert.equal(byId(foreign.id)?.deletedAt, null, 'another cluster\'s pod is never ours, whatever its deadline');
   } finally {
     for (const pod of await simPods(sim.adminUrl)) if (!pod.deletedAt) await client.deletePod(pod.id);
     await accounts.close();
