@@ -21,6 +21,7 @@ import { Accounts } from './run/accounts.ts';
 import { installScope, type Owner } from './run/ownership.ts';
 import { RunReconciler } from './run/reconciler.ts';
 import { Sweeper } from './run/sweeper.ts';
+import { urgencyOf } from './run/urgency.ts';
 import { TransferPool } from './run/transfers.ts';
 import type { RetrievalOutcome } from './run/decide.ts';
 
@@ -188,6 +189,7 @@ export async function startController(config: Config, options: StartOptions = {}
       name: 'runpodrun', log: logger, maxConcurrentReconciles: config.maxConcurrentReconciles,
       observer: metrics.controllerObserver('runpodrun'), queueObserver: metrics.queueObserver('runpodrun'),
       reconcile: (key, ctx) => reconciler.reconcile(key, { signal: ctx.signal, progress: ctx.progress, log: ctx.log, transfers: pool }),
+      priorityOf: (key) => urgencyOf(reflector?.get(key), new Date()),
     });
     const enqueue = (run: RunpodRun & KubernetesObject) => controller?.enqueue(keyOf(run));
     reflector = new Reflector<RunpodRun & KubernetesObject>({
@@ -200,9 +202,11 @@ export async function startController(config: Config, options: StartOptions = {}
       },
     });
     reflector.start();
-    controller.start();
-    // The sweeper must not judge pods before the store knows every live run.
-    void reflector.waitForSync(signal).then(() => sweeper.start(), () => undefined);
+    // As controller-runtime does, workers start once the cache has synced: the first list has queued
+    // every run by urgency, so none of them takes a run merely because its name sorts first. The
+    // sweeper must not judge pods before the store knows every live run.
+    const thisTerm = controller;
+    void reflector.waitForSync(signal).then(() => { thisTerm.start(); sweeper.start(); }, () => undefined);
     await aborted(signal);
     await stopWork();
   };

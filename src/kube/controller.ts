@@ -40,6 +40,8 @@ export interface ControllerOptions {
   queueObserver?: QueueObserver;
   /** Times each reconcile (in-flight ages, durations) and drives the queue the controller creates. */
   clock?: Clock;
+  /** Given to the queue the controller creates (ignored with `queue`): which ready keys go first. */
+  priorityOf?: (key: string) => number;
 }
 
 /** A reconcile in flight, as the health check sees it. */
@@ -89,7 +91,7 @@ export class Controller {
     this.#log = opts.log.child({ controller: opts.name });
     this.#workers = workers;
     this.#clock = opts.clock ?? realClock;
-    this.queue = opts.queue ?? new WorkQueue({ clock: this.#clock, ...(opts.queueObserver ? { observer: opts.queueObserver } : {}) });
+    this.queue = opts.queue ?? new WorkQueue({ clock: this.#clock, observer: opts.queueObserver, priorityOf: opts.priorityOf });
     this.#observer = opts.observer;
   }
 

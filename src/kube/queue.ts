@@ -1,8 +1,11 @@
 // A work queue with client-go's semantics (util/workqueue): keys, not events, so bursts coalesce into
 // one reconcile; a key is never handed to two workers at once; a key added while it is being
-// processed is not lost but handed out again once the worker is done with it.
+// processed is not lost but handed out again once the worker is done with it. An optional priority
+// orders the ready keys (priority-fifo.ts): after a restart every object is queued at once, and those
+// that need work now must not wait behind those that need only a look.
 import { realClock, type Clock, type TimerHandle } from './clock.ts';
 import type { QueueObserver } from './instrumentation.ts';
+import { PriorityFifo } from './priority-fifo.ts';
 import { PerKeyExponentialBackoff, TokenBucket } from './rate-limit.ts';
 
 export interface WorkQueueOptions {
@@ -15,6 +18,11 @@ export interface WorkQueueOptions {
   burst?: number;
   /** Told of adds, hand-outs, finished keys and retries (metrics). */
   observer?: QueueObserver;
+  /**
+   * Asked each time a key becomes ready: higher is handed out first (FIFO within one). Without it
+   * every key has priority 0 and the queue is a plain FIFO.
+   */
+  priorityOf?: (key: string) => number;
 }
 
 interface Delayed {
@@ -27,9 +35,9 @@ export class WorkQueue {
   readonly #backoff: PerKeyExponentialBackoff;
   readonly #bucket: TokenBucket;
 
-  // FIFO of dirty keys that are not being processed; `#head` avoids O(n) shifts.
-  #fifo: string[] = [];
-  #head = 0;
+  /** The dirty keys that are not being processed. */
+  readonly #ready = new PriorityFifo();
+  readonly #priorityOf: (key: string) => number;
   readonly #dirty = new Set<string>();
   readonly #processing = new Set<string>();
   #waiters: ((key: string | undefined) => void)[] = [];
@@ -50,18 +58,23 @@ export class WorkQueue {
     this.#backoff = new PerKeyExponentialBackoff({ baseDelayMs: opts.baseDelayMs ?? 1000, maxDelayMs: opts.maxDelayMs ?? 300_000 });
     this.#bucket = new TokenBucket({ ratePerSecond: opts.ratePerSecond ?? 10, burst: opts.burst ?? 100, clock: this.#clock });
     this.#observer = opts.observer;
+    this.#priorityOf = opts.priorityOf ?? (() => 0);
   }
 
-  /** Marks `key` as needing work. No-op if it is already waiting, or once shut down. */
+  /** Marks `key` as needing work. Once shut down a no-op; if it is already waiting, it may only move up. */
   add(key: string): void {
-    if (this.#shuttingDown || this.#dirty.has(key)) return;
+    if (this.#shuttingDown) return;
+    if (this.#dirty.has(key)) {
+      if (!this.#processing.has(key)) this.#ready.push(key, this.#priorityOf(key));
+      return;
+    }
     this.#dirty.add(key);
     if (this.#observer) {
       this.#observer.added();
       if (!this.#addedAt.has(key)) this.#addedAt.set(key, this.#clock.now());
     }
     if (this.#processing.has(key)) return; // re-queued by done()
-    this.#fifo.push(key);
+    this.#ready.push(key, this.#priorityOf(key));
     this.#handOut();
   }
 
@@ -81,7 +94,7 @@ export class WorkQueue {
       this.#observer?.finished((this.#clock.now() - started) / 1000);
     }
     if (this.#dirty.has(key)) {
-      this.#fifo.push(key);
+      this.#ready.push(key, this.#priorityOf(key));
       this.#handOut();
     }
   }
@@ -115,7 +128,7 @@ export class WorkQueue {
 
   /** Keys ready to be handed out. */
   len(): number {
-    return this.#fifo.length - this.#head;
+    return this.#ready.size;
   }
 
   /** Keys waiting for a delayed add. */
@@ -148,13 +161,8 @@ export class WorkQueue {
   }
 
   #pop(): string | undefined {
-    if (this.#head >= this.#fifo.length) return undefined;
-    const key = this.#fifo[this.#head] as string;
-    this.#head += 1;
-    if (this.#head > 1024 && this.#head * 2 > this.#fifo.length) {
-      this.#fifo = this.#fifo.slice(this.#head);
-      this.#head = 0;
-    }
+    const key = this.#ready.pop();
+    if (key === undefined) return undefined;
     this.#dirty.delete(key);
     this.#processing.add(key);
     if (this.#observer) {

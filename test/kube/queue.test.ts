@@ -268,3 +268,41 @@ void test('the FIFO compacts without losing order over many keys', async () => {
   }
   assert.deepEqual([await take(q), await take(q)], ['late0', 'late1000']);
 });
+
+void test('with priorityOf, the highest priority is handed out first, first in first out within one', async () => {
+  const priorities = new Map([['done-1', -1], ['done-2', -1], ['active', 0], ['ending-1', 1], ['ending-2', 1]]);
+  const { q } = newQueue({ priorityOf: (key) => priorities.get(key) ?? 0 });
+  // The order a reflector's first list adds them in: by name.
+  for (const key of ['active', 'done-1', 'done-2', 'ending-1', 'ending-2']) q.add(key);
+  assert.equal(q.len(), 5);
+  const order: string[] = [];
+  while (q.len() > 0) order.push(await take(q));
+  assert.deepEqual(order, ['ending-1', 'ending-2', 'active', 'done-1', 'done-2']);
+});
+
+void test('a waiting key added again at a higher priority moves up, once; a lower one never moves it down', async () => {
+  const priorities = new Map([['a', 0], ['b', 0], ['c', 0]]);
+  const { q } = newQueue({ priorityOf: (key) => priorities.get(key) ?? 0 });
+  q.add('a');
+  q.add('b');
+  q.add('c');
+  priorities.set('c', 1);
+  q.add('c');
+  priorities.set('a', -1);
+  q.add('a');
+  assert.equal(q.len(), 3, 'still three keys');
+  assert.deepEqual([await take(q), await take(q), await take(q)], ['c', 'a', 'b']);
+  assert.equal(q.len(), 0);
+});
+
+void test('a key re-added while processing is queued at its priority when done', async () => {
+  const priorities = new Map([['a', 0], ['b', 0]]);
+  const { q } = newQueue({ priorityOf: (key) => priorities.get(key) ?? 0 });
+  q.add('a');
+  q.add('b');
+  assert.equal(await take(q), 'a');
+  q.add('a');
+  priorities.set('a', 1);
+  q.done('a');
+  assert.deepEqual([await take(q), await take(q)], ['a', 'b']);
+});
