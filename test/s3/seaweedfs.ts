@@ -81,8 +81,8 @@ export async function startObjectStore(): Promise<ObjectStore> {
         },
         async stop(): Promise<void> {
           await terminate(child, stop);
-          rmSync(data, { recursive: true, force: true });
-          rmSync(configPath, { force: true });
+          // Its log too: a store that started and stopped leaves nothing in the temp dir.
+          rmSync(root, { recursive: true, force: true });
           removeGrpcSockets(ports);
         },
       };
@@ -100,6 +100,8 @@ type Ports = Record<(typeof SERVICES)[number], number>;
 
 function weedArgs(ports: Ports, data: string, configPath: string): string[] {
   return [
+    // glog files (weed.*.log.INFO...) go to the temp dir removed with it, not to /tmp.
+    `-logdir=${data}`,
     'server', '-s3', `-dir=${data}`, '-ip=127.0.0.1', '-ip.bind=127.0.0.1',
     ...SERVICES.flatMap((service) => [`-${service}.port=${ports[service]}`, `-${service}.port.grpc=${ports[service] + GRPC_OFFSET}`]),
     // No extra listeners: the S3 gateway's Iceberg and Lance catalogs are off, sockets live in the temp dir.
