@@ -44,7 +44,7 @@ export interface SweeperOptions {
   onDeleted?: (why: Condemned['why']) => void;
 }
 
-interface SentDelete { stray: Condemned; sentAt: number }
+interface SentDelete { pod: Condemned; sentAt: number }
 
 export class Sweeper {
   #options: SweeperOptions;
@@ -110,7 +110,7 @@ export class Sweeper {
             continue;
           }
         }
-        this.#sent.set(pod.podId, { stray: pod, sentAt: Date.now() });
+        this.#sent.set(pod.podId, { pod, sentAt: Date.now() });
         logger.warn(pod, pod.why === 'stray'
           ? 'deleted a stray pod whose run no longer exists; waiting for a newer list to confirm'
           : 'deleted a pod past its deadline (RUNPOD_OPERATOR_DEADLINE + --deadline-margin); waiting for a newer list to confirm');
@@ -137,10 +137,10 @@ export class Sweeper {
   #confirm(account: KnownAccount, listed: { at: number; pods: Pod[] }): void {
     const ids = new Set(listed.pods.map((pod) => pod.id));
     for (const [podId, sent] of this.#sent) {
-      if (sent.stray.account !== account.id || ids.has(podId) || sent.sentAt > listed.at) continue;
+      if (sent.pod.account !== account.id || ids.has(podId) || sent.sentAt > listed.at) continue;
       this.#sent.delete(podId);
-      this.#options.logger.warn(sent.stray, 'stray pod deletion confirmed: no longer listed');
-      this.#options.onConfirmed?.(sent.stray);
+      this.#options.logger.warn(sent.pod, 'swept pod deletion confirmed: no longer listed');
+      this.#options.onConfirmed?.(sent.pod);
     }
   }
 
@@ -155,7 +155,8 @@ export class Sweeper {
       const sent = this.#sent.get(pod.id);
       // Resend only when a list begun after the last delete still shows the pod.
       if (sent && sent.sentAt > listed.at) continue;
-      const why = this.#pastDeadline(pod, listed.at) ? 'deadline' : !cached.has(runUid) && this.#olderThan(pod, listed.at, graceMs) ? 'stray' : undefined;
+      const why = this.#pastDeadline(pod, listed.at) ? 'deadline'
+        : !cached.has(runUid) && this.#olderThan(pod, listed.at, graceMs) ? 'stray' : undefined;
       if (why) condemned.push({ podId: pod.id, podName: pod.name, runUid, account: account.id, why });
     }
     return condemned.sort((a, b) => Number(b.why === 'deadline') - Number(a.why === 'deadline'));
