@@ -79,7 +79,7 @@ export const configSchema = z.object({
   resultsS3ForcePathStyle: z.stringbool().default(false),
   maxConcurrentReconciles: z.coerce.number().int().min(1).max(256).default(8),
   /** Result retrievals run off the workers, at most this many at once (the rest wait in line). */
-  maxConcurrentTransfers: z.coerce.number().int('must be a whole number').min(1, 'must be at least 1').max(64, 'must be at most 64').default(2),
+  maxConcurrentTransfers: z.coerce.number().int('must be a whole number').min(1, 'must be at least 1').max(64, 'must be at most 64').default(4),
   pollInterval: duration.pipe(z.number().min(1000, 'must be at least 1s')).default(10_000),
   logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal']).default('info'),
   leaderElect: z.stringbool().default(true),

@@ -39,8 +39,8 @@ void test('inconsistent election timings are refused, naming the flag to change'
   assert.deepEqual([ok.leaderElectLeaseDuration, ok.leaderElectRenewDeadline, ok.leaderElectRetryPeriod], [4000, 3000, 500]);
 });
 
-void test('--max-concurrent-transfers: default 2, a whole number from 1 to 64, errors naming the flag', () => {
-  assert.equal(loadConfig([], {}).maxConcurrentTransfers, 2);
+void test('--max-concurrent-transfers: default 4, a whole number from 1 to 64, errors naming the flag', () => {
+  assert.equal(loadConfig([], {}).maxConcurrentTransfers, 4);
   assert.equal(loadConfig(['--max-concurrent-transfers=5'], {}).maxConcurrentTransfers, 5);
   assert.equal(loadConfig([], { RUNPOD_OPERATOR_MAX_CONCURRENT_TRANSFERS: '1' }).maxConcurrentTransfers, 1);
   assert.throws(() => loadConfig(['--max-concurrent-transfers=0'], {}), /--max-concurrent-transfers \(RUNPOD_OPERATOR_MAX_CONCURRENT_TRANSFERS\): must be at least 1/);

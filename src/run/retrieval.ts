@@ -30,8 +30,18 @@ export async function retrieve(ctx: ActContext): Promise<RunpodRunStatus | undef
     if (!settled.ok) throw settled.error;
     return record(ctx, settled.value);
   }
-  pool.start(uid, `${ctx.run.metadata.namespace}/${ctx.run.metadata.name}`, (signal, progress) => transferOverOwnConnection(ctx, signal, progress));
+  pool.start(uid, `${ctx.run.metadata.namespace}/${ctx.run.metadata.name}`, (signal, progress) => transferOverOwnConnection(ctx, signal, progress), resultsLostAt(ctx));
   return undefined;
+}
+
+/** When the pod goes whatever the retrieval does: its deadline, or (unless kept) the end of its retrieve grace. */
+function resultsLostAt(ctx: ActContext): number {
+  const { status } = ctx.run;
+  const times = [Date.parse(status?.pod?.deadline ?? '')];
+  // The reconcile that first sees the job's end has not written it yet: the pod's state has it.
+  const endedAt = status?.job?.finishedAt ? Date.parse(status.job.finishedAt) / 1000 : ctx.obs.podState?.job.endedAt;
+  if (ctx.spec && !ctx.spec.keepPod && typeof endedAt === 'number') times.push((endedAt + ctx.spec.limits.retrieveGraceSeconds) * 1000);
+  return Math.min(Number.POSITIVE_INFINITY, ...times.filter(Number.isFinite));
 }
 
 /** Before the pod goes (deadline, cancel, deletion): its transfer stops, its staging is discarded. */

@@ -1,6 +1,8 @@
 // Long transfers (result retrievals) run here, outside the reconciles: a retrieval can last hours,
 // and a worker held that long starves every other run's deadline guard, deletion and finalizer.
-// At most `maxConcurrent` transfers run at once, the rest wait in FIFO order. A reconcile starts a
+// At most `maxConcurrent` transfers run at once; the rest wait, the one due soonest first (its
+// results are lost at that time: the pod's deadline, or the end of its retrieve grace), in the order
+// they were queued among equals. A reconcile starts a
 // transfer and returns at once; when it ends, the pool asks for the run to be reconciled again
 // (`onSettled`), and that reconcile takes the outcome (once) and applies it as the step's result.
 // Nothing here survives a restart, on purpose: a crash loses only the transfers in flight, which
@@ -29,6 +31,8 @@ interface Entry<T> {
   key: string;
   job: TransferJob<T>;
   abort: AbortController;
+  /** Wall-clock ms by which it must be done (only compared with other entries'); none: last. */
+  dueAt: number;
   /** When it was queued, then when it started. */
   since: number;
   /** When it last reported progress (running only). */
@@ -44,7 +48,7 @@ export class TransferPool<T> {
   readonly maxConcurrent: number;
   readonly #onSettled: (key: string) => void;
   readonly #clock: Clock;
-  /** Insertion order is the FIFO order of the queued ones. */
+  /** In insertion order: the order among queued ones due at the same time. */
   readonly #entries = new Map<string, Entry<T>>();
   #running = 0;
   #closed = false;
@@ -58,13 +62,13 @@ export class TransferPool<T> {
 
   /**
    * Queues a transfer under `id` (one per id: a second start while one is queued, running or settled
-   * and not yet taken changes nothing). Returns where it stands.
+   * and not yet taken changes nothing), due by `dueAt` (wall-clock ms). Returns where it stands.
    */
-  start(id: string, key: string, job: TransferJob<T>): TransferView<T> {
+  start(id: string, key: string, job: TransferJob<T>, dueAt = Number.POSITIVE_INFINITY): TransferView<T> {
     if (this.#closed) throw new Error('the transfer pool is shut down');
     if (!this.#entries.has(id)) {
       const now = this.#clock.now();
-      this.#entries.set(id, { key, job, abort: new AbortController(), since: now, progressAt: now, state: 'queued' });
+      this.#entries.set(id, { key, job, abort: new AbortController(), dueAt, since: now, progressAt: now, state: 'queued' });
       this.#startQueued();
     }
     return this.look(id)!;
@@ -76,12 +80,8 @@ export class TransferPool<T> {
     const sinceMs = this.#clock.now() - entry.since;
     if (entry.state === 'settled') return { state: 'settled', outcome: entry.outcome! };
     if (entry.state === 'running') return { state: 'running', sinceMs };
-    let ahead = this.#running;
-    for (const [otherId, other] of this.#entries) {
-      if (otherId === id) break;
-      if (other.state === 'queued') ahead++;
-    }
-    return { state: 'queued', ahead, sinceMs };
+    const queued = this.#queued();
+    return { state: 'queued', ahead: this.#running + queued.indexOf(entry), sinceMs };
   }
 
   /** The settled outcome, handed out once (the entry goes); undefined while there is none. */
@@ -115,8 +115,7 @@ export class TransferPool<T> {
 
   /** Transfers running now and waiting for a slot (metrics, tests). */
   stats(): { running: number; queued: number } {
-    const queued = [...this.#entries.values()].filter((entry) => entry.state === 'queued').length;
-    return { running: this.#running, queued };
+    return { running: this.#running, queued: this.#queued().length };
   }
 
   /** The running transfers as the health check sees reconciles: a transfer that stopped moving is a stuck worker. */
@@ -127,10 +126,15 @@ export class TransferPool<T> {
   }
 
   #startQueued(): void {
-    for (const entry of this.#entries.values()) {
+    for (const entry of this.#queued()) {
       if (this.#running >= this.maxConcurrent) return;
-      if (entry.state === 'queued') this.#run(entry);
+      this.#run(entry);
     }
+  }
+
+  /** The queued entries in the order they start: due soonest first (a stable sort keeps insertion order among equals). */
+  #queued(): Entry<T>[] {
+    return [...this.#entries.values()].filter((entry) => entry.state === 'queued').sort((a, b) => (a.dueAt === b.dueAt ? 0 : a.dueAt < b.dueAt ? -1 : 1));
   }
 
   #release(entry: Entry<T>): void {

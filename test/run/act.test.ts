@@ -322,3 +322,21 @@ for (const action of [{ type: 'startJob' }, { type: 'cancelJob' }, { type: 'setK
     assert.deepEqual(h.calls, []);
   });
 }
+
+// --- retrieveResults with the pool ------------------------------------------------------------------
+
+const retrievalRows: [string, Record<string, unknown>, number, number][] = [
+  ['the retrieve grace ends first', {}, 120, 220],
+  ['the deadline comes first', {}, 900, 600],
+  ['a kept pod has no retrieve grace: its deadline', { keepPod: true }, 120, 600],
+];
+for (const [name, extra, graceSeconds, dueSeconds] of retrievalRows) {
+  test(`retrieveResults queues the transfer due when its results are lost: ${name}`, async () => {
+    let due: number | undefined;
+    const transfers = { take: () => undefined, start: (_id: string, _key: string, _job: unknown, dueAt?: number) => { due = dueAt; } } as unknown as ActContext['transfers'];
+    const status: RunpodRunStatus = { pod: { id: 'p1', name: 'r-1', deadline: at(600).toISOString() }, job: { startedAt: at(40).toISOString(), finishedAt: at(100).toISOString(), exitCode: 0 } };
+    const h = harness({ status, obs: { spec: spec(extra, { retrieveGraceSeconds: graceSeconds }) }, ctx: { transfers } });
+    assert.equal(await act({ type: 'retrieveResults' }, h.ctx), undefined, 'the outcome comes from a later reconcile');
+    assert.equal(due, at(dueSeconds).getTime());
+  });
+}

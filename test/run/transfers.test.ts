@@ -1,4 +1,5 @@
-// The transfer pool on a fake clock: at most K at once, FIFO, abort, each outcome handed back once.
+// The transfer pool on a fake clock: at most K at once, earliest due first (FIFO among equals), abort,
+// each outcome handed back once.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { TransferPool, type TransferJob } from '../../src/run/transfers.ts';
@@ -59,6 +60,28 @@ test('queued transfers start in the order they were queued (FIFO)', async () => 
     await settle();
   }
   assert.deepEqual(order, ['a', 'b', 'c', 'd']);
+});
+
+test('a transfer due sooner goes first: its results are lost at that time (the pod\'s deadline or retrieve grace)', async () => {
+  // Chaos seed 24 (N=100): after a restart eight retrievals waited for two slots in the order they
+  // were asked for, and the one whose keepPod deadline came first was still in line when it passed.
+  const { transfers } = pool(1);
+  const order: string[] = [];
+  const jobs = new Map(['busy', 'late', 'soon', 'undated', 'sooner'].map((name) => [name, new ManualJob()]));
+  const start = (name: string, dueAt?: number) => transfers.start(name, `ns/${name}`, (signal, progress) => { order.push(name); return jobs.get(name)!.job(signal, progress); }, dueAt);
+  start('busy', 1_000);
+  start('late', 90_000);
+  start('soon', 30_000);
+  start('undated');
+  start('sooner', 20_000);
+  assert.deepEqual(transfers.look('late'), { state: 'queued', ahead: 3, sinceMs: 0 }, 'the running one, sooner and soon are ahead');
+  assert.deepEqual(transfers.look('undated'), { state: 'queued', ahead: 4, sinceMs: 0 }, 'a transfer with no due time goes last');
+  for (const name of ['busy', 'sooner', 'soon', 'late', 'undated']) {
+    assert.equal(order.at(-1), name);
+    jobs.get(name)!.finish(name);
+    await settle();
+  }
+  assert.deepEqual(order, ['busy', 'sooner', 'soon', 'late', 'undated']);
 });
 
 test('the outcome is handed back once, the run is asked for once, and a second start before the take changes nothing', async () => {
