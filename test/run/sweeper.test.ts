@@ -3,24 +3,37 @@
 // has, a young pod, another cluster's or another scope's pod are never touched. Ends with the leak check.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createLogger } from '../../src/log.ts';
+import { createLogger, type Logger } from '../../src/log.ts';
 import { POD_ENV } from '../../src/pod/protocol.ts';
 import { Accounts } from '../../src/run/accounts.ts';
 import { installScope } from '../../src/run/ownership.ts';
 import { Sweeper, type StrayPod, type SweeperOptions } from '../../src/run/sweeper.ts';
-import { createRunpodClient } from '../../src/runpod/index.ts';
+import { createRunpodClient, type RunpodClient } from '../../src/runpod/index.ts';
 import { assertNoLeaks, simPods } from '../runpod-sim/client.ts';
-import { startSimulator } from '../runpod-sim/server.ts';
+import { startSimulator, type RunningSimulator } from '../runpod-sim/server.ts';
 
 const apiKey = 'rpa_SWEEPER_TEST_KEY_0123456789';
 
-test('the sweeper deletes only pods this install owns whose run no longer exists, and confirms each', async () => {
+interface SweepWorld { sim: RunningSimulator; accounts: Accounts; client: RunpodClient; logger: Logger; logLines: string[] }
+
+/** A simulator, the account the sweeper knows, a client to make pods with, a logger whose lines the test reads; then the leak check. */
+async function withSweepWorld(body: (world: SweepWorld) => Promise<void>): Promise<void> {
   const sim = await startSimulator({ apiKeys: [apiKey] });
   const accounts = new Accounts({ baseUrl: sim.baseUrl, clusterId: 'cluster-a', pollIntervalMs: 1000, logger: createLogger('silent'), onPodsChanged: () => {} });
   const client = createRunpodClient({ apiKey, baseUrl: sim.baseUrl, logger: createLogger('silent') });
   const logLines: string[] = [];
   const logger = createLogger('info', { write: (line: string) => { logLines.push(line); } });
   try {
+    await body({ sim, accounts, client, logger, logLines });
+  } finally {
+    for (const pod of await simPods(sim.adminUrl)) if (!pod.deletedAt) await client.deletePod(pod.id);
+    await accounts.close();
+    await client.close();
+    await assertNoLeaks(sim.adminUrl, 5000).finally(() => sim.stop());
+  }
+}
+
+test('the sweeper deletes only pods this install owns whose run no longer exists, and confirms each', () => withSweepWorld(async ({ sim, accounts, client, logger, logLines }) => {
     const scope = installScope('team-a');
     let created = 0;
     const create = (name: string, cluster: string, podScope: string, run: string) => client.createPod({
@@ -66,21 +79,9 @@ test('the sweeper deletes only pods this install owns whose run no longer exists
     assert.equal(byId(foreignCluster.id)?.deletedAt, null, 'another cluster\'s pod is never ours, whatever its name');
     assert.equal(byId(otherScope.id)?.deletedAt, null, 'another namespace-scoped install\'s pod is never ours');
     assert.equal(byId(clusterWide.id)?.deletedAt, null, 'a cluster-wide install\'s pod is not a namespace-scoped install\'s');
-  } finally {
-    for (const pod of await simPods(sim.adminUrl)) if (!pod.deletedAt) await client.deletePod(pod.id);
-    await accounts.close();
-    await client.close();
-    await assertNoLeaks(sim.adminUrl, 5000).finally(() => sim.stop());
-  }
-});
+}));
 
-test('the sweeper deletes any pod it owns once its own deadline marker + the margin has passed, its run alive or not', async () => {
-  const sim = await startSimulator({ apiKeys: [apiKey] });
-  const accounts = new Accounts({ baseUrl: sim.baseUrl, clusterId: 'cluster-a', pollIntervalMs: 1000, logger: createLogger('silent'), onPodsChanged: () => {} });
-  const client = createRunpodClient({ apiKey, baseUrl: sim.baseUrl, logger: createLogger('silent') });
-  const logLines: string[] = [];
-  const logger = createLogger('info', { write: (line: string) => { logLines.push(line); } });
-  try {
+test('the sweeper deletes any pod it owns once its own deadline marker + the margin has passed, its run alive or not', () => withSweepWorld(async ({ sim, accounts, client, logger, logLines }) => {
     const scope = installScope('team-a');
     const now = Math.floor(Date.now() / 1000);
     const create = (name: string, cluster: string, run: string, deadline: number | string) => client.createPod({
@@ -117,10 +118,4 @@ test('the sweeper deletes any pod it owns once its own deadline marker + the mar
     assert.equal(byId(future.id)?.deletedAt, null);
     assert.equal(byId(unreadable.id)?.deletedAt, null, 'no readable deadline, no judgement from it');
     assert.equal(byId(foreign.id)?.deletedAt, null, 'another cluster\'s pod is never ours, whatever its deadline');
-  } finally {
-    for (const pod of await simPods(sim.adminUrl)) if (!pod.deletedAt) await client.deletePod(pod.id);
-    await accounts.close();
-    await client.close();
-    await assertNoLeaks(sim.adminUrl, 5000).finally(() => sim.stop());
-  }
-});
+}));
