@@ -109,6 +109,7 @@ test('the sweeper deletes any pod it owns once its own deadline marker + the mar
     assert.deepEqual(await sweeper.sweep(), [overdue.id]);
     assert.equal(liveReads, 0, 'a deadline needs no read of the runs');
     assert.ok(logLines.some((line) => line.includes(overdue.id) && line.includes('deadline')), 'the log says why');
+    assert.ok(!logLines.join('\n').includes(apiKey), 'the Runpod key is never in the log');
     assert.deepEqual(await sweeper.sweep(), [], 'gone from the newer list: not resent');
 
     const pods = await simPods(sim.adminUrl);
