@@ -26,24 +26,19 @@ export function runpodPodBackend(client: RunpodClient): PodBackend {
   return {
     catalog: ({ cloud, gpuCount }, signal) => client.listGpuTypes({ cloud, gpuCount, ...withSignal(signal) }),
     createPod: (request, signal) => client.createPod(request, { signal }),
-    async deletePod(podId, signal) {
-      try {
-        await client.deletePod(podId, { signal });
-        return 'deleted';
-      } catch (error) {
-        if (isRunpodError(error, 'not-found')) return 'notFound';
-        throw error;
-      }
-    },
-    async lookForPod(podId, signal) {
-      try {
-        await client.getPod(podId, { signal });
-        return 'found';
-      } catch (error) {
-        if (isRunpodError(error, 'not-found')) return 'missing';
-        throw error;
-      }
-    },
+    deletePod: (podId, signal) => unlessNotFound(client.deletePod(podId, { signal }), 'deleted', 'notFound'),
+    lookForPod: (podId, signal) => unlessNotFound(client.getPod(podId, { signal }), 'found', 'missing'),
     spendLimitUsdPerHour: async () => (await client.getAccountLimits()).spendRate,
   };
+}
+
+/** `ok` once the call succeeds, `gone` on Runpod's 404; any other failure throws. */
+async function unlessNotFound<T extends string>(call: Promise<unknown>, ok: T, gone: T): Promise<T> {
+  try {
+    await call;
+    return ok;
+  } catch (error) {
+    if (isRunpodError(error, 'not-found')) return gone;
+    throw error;
+  }
 }
