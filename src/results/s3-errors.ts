@@ -21,3 +21,8 @@ export function s3FailureText(error: unknown): string {
   const name = error.name && error.name !== 'Error' ? error.name : typeof code === 'string' ? code : 'Error';
   return `${name}${status ? ` (HTTP ${status})` : ''}: ${error.message.slice(0, 300)}`;
 }
+
+/** The store's 404 (a HEAD answers NotFound with no body). */
+export function isS3NotFound(error: unknown): boolean {
+  return (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404 || (error as { name?: string }).name === 'NotFound';
+}

@@ -9,6 +9,7 @@ import { HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/cli
 import { Upload } from '@aws-sdk/lib-storage';
 import { isNoSuchFile, readPipelined, SftpSession, type ManifestFile, type SshConnection } from '../ssh/index.ts';
 import type { S3Target } from './s3-target.ts';
+import { isS3NotFound } from './s3-errors.ts';
 
 /** lib-storage's minimum part; with QUEUE_SIZE parts in flight a file holds at most ~3 parts in memory. */
 export const PART_SIZE_BYTES = 8 * 1024 * 1024;
@@ -100,8 +101,7 @@ export async function headObject(client: S3Client, bucket: string, key: string, 
     const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key, ChecksumMode: 'ENABLED' }), signal ? { abortSignal: signal } : {});
     return { size: head.ContentLength ?? -1, sha256: head.Metadata?.sha256, checksumSha256: head.ChecksumSHA256 };
   } catch (error) {
-    const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-    if (status === 404 || (error as { name?: string }).name === 'NotFound') return undefined;
+    if (isS3NotFound(error)) return undefined;
     throw error;
   }
 }

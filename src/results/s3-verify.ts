@@ -6,6 +6,7 @@ import { HeadObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk
 import type { ManifestFile } from '../ssh/index.ts';
 import { base64Digest, headObject, putSmallObject } from './s3-stream.ts';
 import { resultKey, type S3Target } from './s3-target.ts';
+import { isS3NotFound } from './s3-errors.ts';
 
 export interface ObjectsVerdict { missing: string[]; different: string[]; extra: string[] }
 
@@ -92,8 +93,7 @@ export async function committedObjects(target: S3Target, signal?: AbortSignal): 
     if (!Number.isSafeInteger(files) || !Number.isSafeInteger(bytes) || (path !== 'direct' && path !== 'controller')) return undefined;
     return { files, bytes, path, committedAt: head.LastModified ?? new Date() };
   } catch (error) {
-    const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-    if (status === 404 || (error as { name?: string }).name === 'NotFound') return undefined;
+    if (isS3NotFound(error)) return undefined;
     throw error;
   }
 }
