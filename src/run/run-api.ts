@@ -14,6 +14,12 @@ const sshKeys = { clientPrivateKey: 'client-key', clientPublicKey: 'client-key.p
 
 const sshSecretName = (run: string): string => `${run}-ssh`;
 
+/** A Secret's key, decoded; undefined when it is missing or empty. */
+const decodedKey = (secret: V1Secret, key: string): string | undefined => {
+  const value = secret.data?.[key];
+  return value ? Buffer.from(value, 'base64').toString('utf8') : undefined;
+};
+
 const ownedBy = (secret: V1Secret, run: RunpodRun): boolean =>
   secret.metadata?.ownerReferences?.some((ref) => ref.uid === run.metadata.uid) ?? false;
 
@@ -85,8 +91,7 @@ export class RunApi {
   /** A key of a Secret in the run's namespace; undefined when the Secret or the key is missing or empty. */
   async secretValue(namespace: string, name: string, key: string): Promise<string | undefined> {
     const secret = await this.#readSecret(namespace, name);
-    const value = secret?.data?.[key];
-    return value ? Buffer.from(value, 'base64').toString('utf8') : undefined;
+    return secret && decodedKey(secret, key);
   }
 
   /**
@@ -96,15 +101,11 @@ export class RunApi {
   async s3Credentials(namespace: string, name: string): Promise<{ ok: true; credentials: S3Credentials } | { ok: false; message: string }> {
     const secret = await this.#readSecret(namespace, name);
     if (!secret) return { ok: false, message: `the S3 credentials Secret ${namespace}/${name} (spec.results.s3.credentials.secretName) does not exist` };
-    const read = (key: string): string | undefined => {
-      const value = secret.data?.[key];
-      return value ? Buffer.from(value, 'base64').toString('utf8') : undefined;
-    };
-    const [accessKeyId, secretAccessKey, sessionToken] = [read('AWS_ACCESS_KEY_ID'), read('AWS_SECRET_ACCESS_KEY'), read('AWS_SESSION_TOKEN')];
+    const [accessKeyId, secretAccessKey, sessionToken] = ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN'].map((key) => decodedKey(secret, key));
     // Every value is a secret: none may reach a log line, an event or the status.
     for (const value of [accessKeyId, secretAccessKey, sessionToken]) registerSecret(value);
-    const missing = [['AWS_ACCESS_KEY_ID', accessKeyId], ['AWS_SECRET_ACCESS_KEY', secretAccessKey]].filter(([, value]) => !value).map(([key]) => key);
-    if (missing.length > 0 || !accessKeyId || !secretAccessKey) {
+    if (!accessKeyId || !secretAccessKey) {
+      const missing = [accessKeyId ? [] : ['AWS_ACCESS_KEY_ID'], secretAccessKey ? [] : ['AWS_SECRET_ACCESS_KEY']].flat();
       return { ok: false, message: `the S3 credentials Secret ${namespace}/${name} has no non-empty key ${missing.join(' or ')}` };
     }
     return { ok: true, credentials: { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) } };
