@@ -3,7 +3,7 @@
 // value stops the process at once with the setting named.
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { s3Endpoint, s3KeyPrefix, s3Region } from './api/spec.ts';
+import { s3BucketName, s3Endpoint, s3KeyPrefix, s3Region } from './api/spec.ts';
 import { jitterFactor } from './kube/leader-record.ts';
 
 const durationPattern = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
@@ -36,16 +36,16 @@ const loopbackHosts = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
 /** Where verified results go for runs that name no spec.results.s3: the controller's disk, or a bucket. */
 export type ResultsStoreSetting = { kind: 'dir'; dir: string } | { kind: 's3'; bucket: string; prefix: string };
 
-const bucketPattern = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
-
 /** `dir:/path` or `s3://bucket/prefix/` (prefix optional; relative, ending in "/"). */
 const resultsStore = z.string().transform((value, ctx): ResultsStoreSetting => {
   if (value.startsWith('dir:') && value.length > 4) return { kind: 'dir', dir: value.slice(4) };
   const s3 = /^s3:[/][/]([^/]+)[/]?(.*)$/.exec(value);
   if (s3) {
     const [, bucket = '', prefix = ''] = s3;
-    if (!bucketPattern.test(bucket) || bucket.includes('..')) {
-      ctx.addIssue({ code: 'custom', message: `bucket "${bucket}" is not a bucket name (lowercase letters, digits, "." and "-", 3 to 63)` });
+    // The same rules as spec.results.s3.bucket.
+    const name = s3BucketName.safeParse(bucket);
+    if (!name.success) {
+      ctx.addIssue({ code: 'custom', message: `bucket "${bucket}" is not a bucket name: ${name.error.issues.map((issue) => issue.message).join('; ')}` });
       return z.NEVER;
     }
     if (prefix !== '') {

@@ -131,7 +131,7 @@ const limits = z.strictObject({
 export const mutableSpecFields = ['keepPod', 'cancel'] as const;
 
 /** S3 bucket naming rules (AWS's general purpose buckets; every S3-compatible store accepts these). */
-const bucketName = z.string().min(3).max(63)
+export const s3BucketName = z.string().min(3).max(63)
   .regex(/^[a-z0-9][a-z0-9.-]*[a-z0-9]$/, 'must be a bucket name: lowercase letters, digits, "." and "-", starting and ending with a letter or digit')
   .refine((value) => !value.includes('..'), 'must not contain ".."')
   .refine((value) => !/^[0-9]+[.][0-9]+[.][0-9]+[.][0-9]+$/.test(value), 'must not be formatted as an IP address')
@@ -155,7 +155,7 @@ export const s3Endpoint = z.string().max(2048)
 export const s3Region = z.string().min(1).max(64).regex(/^[A-Za-z0-9_-]+$/, 'must be a region name such as "eu-central-1"');
 
 const s3Results = z.strictObject({
-  bucket: bucketName.meta({ description: 'Bucket the results go to.' }),
+  bucket: s3BucketName.meta({ description: 'Bucket the results go to.' }),
   prefix: s3KeyPrefix.optional().meta({ description: 'Key prefix (ends in "/"); objects go under <prefix><namespace>/<name>/<uid>/.' }),
   endpoint: s3Endpoint.optional().meta({ description: 'S3-compatible endpoint URL; AWS S3 when absent.' }),
   region: s3Region.optional().meta({ description: 'Region of the bucket.' }),
