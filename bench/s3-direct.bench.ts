@@ -6,7 +6,8 @@ import { readFileSync } from 'node:fs';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { uploadFromPod } from '../src/results/s3-direct.ts';
 import { parsePartHashes, partHashCommand } from '../src/results/s3-direct-pod.ts';
-import { openSftp, streamFileToS3 } from '../src/results/s3-stream.ts';
+import { streamFileToS3 } from '../src/results/s3-stream.ts';
+import { SftpSession } from '../src/ssh/index.ts';
 import { connectPinned } from '../src/ssh/connect.ts';
 import { execChecked } from '../src/ssh/exec.ts';
 import { computeManifest } from '../src/ssh/manifest.ts';
@@ -86,7 +87,7 @@ try {
       counts.clear();
       const rss = new RssSampler();
       const started = performance.now();
-      const sftp = await openSftp(conn);
+      const sftp = await SftpSession.open(conn);
       try {
         await streamFileToS3(sftp, '/root/big/payload.bin', file, { client: s3, bucket: 'bench', keyPrefix: 'streamed/' }, 'streamed/payload.bin');
       } finally {

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { isNoSuchFile, readPipelined, SftpSession, type ManifestFile, type SshConnection } from '../ssh/index.ts';
+import { isNoSuchFile, readPipelined, type ManifestFile, type SftpSession } from '../ssh/index.ts';
 import type { S3Target } from './s3-target.ts';
 import { isS3NotFound } from './s3-errors.ts';
 
@@ -116,5 +116,3 @@ export async function putSmallObject(target: S3Target, key: string, body: Buffer
   return sha256;
 }
 
-/** Opens the one SFTP session a retrieval try streams over. */
-export const openSftp = (ssh: SshConnection): Promise<SftpSession> => SftpSession.open(ssh);

@@ -6,11 +6,11 @@
 import { posix } from 'node:path';
 import type { RunpodRunSpec } from '../api/spec.ts';
 import { markRetrievedCommand, parseAck, podPath, RETRIEVED_TAG } from '../pod/index.ts';
-import { FileRefusedError, openSftp, PART_SIZE_BYTES, streamFileToS3 } from '../results/s3-stream.ts';
+import { FileRefusedError, PART_SIZE_BYTES, streamFileToS3 } from '../results/s3-stream.ts';
 import { s3Uri } from '../results/s3-store.ts';
 import { alreadyStored, verifyObjects, writeSums } from '../results/s3-verify.ts';
 import { resultKey, type S3Target } from '../results/s3-target.ts';
-import { exec, execChecked, listRemoteFiles, shellQuote, type ManifestFile, type SshConnection } from '../ssh/index.ts';
+import { exec, execChecked, listRemoteFiles, SftpSession, shellQuote, type ManifestFile, type SshConnection } from '../ssh/index.ts';
 import type { RetrievalOutcome } from './decide.ts';
 import type { DirectOutcome } from '../results/s3-direct.ts';
 import { resultManifest, type PodDirs, type RetrieveStepOptions } from './job-steps.ts';
@@ -62,7 +62,7 @@ export async function retrieveResultsToS3(ssh: SshConnection, { runDir, stateDir
 /** Streams every file (a few at once); refusals are collected, a transport failure throws. */
 async function streamAll(ssh: SshConnection, remoteDir: string, files: readonly ManifestFile[], target: S3Target, options: S3RetrieveOptions): Promise<{ missing: string[]; different: string[] }> {
   const refused = { missing: [] as string[], different: [] as string[] };
-  const sftp = await openSftp(ssh);
+  const sftp = await SftpSession.open(ssh);
   try {
     let next = 0;
     const worker = async (): Promise<void> => {
@@ -95,7 +95,7 @@ async function putJobLog(ssh: SshConnection, stateDir: string, target: S3Target,
   const match = described.code === 0 ? /^([0-9a-f]{64}) (\d+)\s*$/.exec(described.stdout.toString('utf8')) : null;
   if (!match) return;
   const file: ManifestFile = { path: 'job.log', sha256: match[1] as string, size: Number(match[2]) };
-  const sftp = await openSftp(ssh);
+  const sftp = await SftpSession.open(ssh);
   try {
     await streamFileToS3(sftp, remote, file, target, `${target.keyPrefix}job.log`, { signal });
   } catch (error) {
