@@ -48,6 +48,10 @@ async function assertSecretNowhere(world: World, run: unknown, secret: string): 
   assert.ok(!JSON.stringify(run).includes(secret), 'the S3 secret key is not in the run');
 }
 
+/** The run's credentials Secret `s3`, holding the store's keys. */
+const createS3Secret = (world: World, keys: Pick<ObjectStore, 'accessKeyId' | 'secretAccessKey'>) => kubectl(['create', 'secret', 'generic', 's3', '-n', world.namespace,
+  `--from-literal=AWS_ACCESS_KEY_ID=${keys.accessKeyId}`, `--from-literal=AWS_SECRET_ACCESS_KEY=${keys.secretAccessKey}`]);
+
 const s3Spec = (store: ObjectStore, extra: Record<string, unknown> = {}) => ({
   bucket: BUCKET, endpoint: store.endpoint, region: store.region, forcePathStyle: true, ...extra,
 });
@@ -82,8 +86,7 @@ describe('results in S3-compatible object storage', () => {
       assert.match(waiting.status?.message ?? '', /the S3 credentials Secret .*\/s3 \(spec\.results\.s3\.credentials\.secretName\) does not exist/);
       assert.equal(waiting.status?.phase, 'Retrieving');
       assert.ok((await simPods(world.sim.adminUrl)).some((pod) => !pod.deletedAt), 'the pod is kept while the run waits');
-      const created = await kubectl(['create', 'secret', 'generic', 's3', '-n', world.namespace,
-        `--from-literal=AWS_ACCESS_KEY_ID=${store.accessKeyId}`, `--from-literal=AWS_SECRET_ACCESS_KEY=${store.secretAccessKey}`]);
+      const created = await createS3Secret(world, store);
       assert.equal(created.status, 0, created.stderr);
 
       const run = await world.waitForRun('s3ok', 'ended', (r) => r.status?.phase === 'Succeeded' || r.status?.phase === 'Failed', 180_000);
@@ -113,8 +116,7 @@ describe('results in S3-compatible object storage', () => {
   test('a pod that reaches the store uploads its own files (presigned PUTs, multipart above the part size): path direct, sha256sum -c passes', () => {
     const port = Number(new URL(store.endpoint).port);
     return withWorld('s3direct', async (world) => {
-      await kubectl(['create', 'secret', 'generic', 's3', '-n', world.namespace,
-        `--from-literal=AWS_ACCESS_KEY_ID=${store.accessKeyId}`, `--from-literal=AWS_SECRET_ACCESS_KEY=${store.secretAccessKey}`]);
+      await createS3Secret(world, store);
       await world.apply(runManifest('s3direct', {
         job: { command: ['sh', '-c', 'mkdir -p output && echo direct > output/d.txt && head -c 70000000 /dev/urandom > output/big.bin'] },
         results: { path: 'output', s3: s3Spec(store, { credentials: { secretName: 's3' } }) },
@@ -170,8 +172,7 @@ describe('results in S3-compatible object storage', () => {
   test('what a crashed controller left in the bucket (objects, SHA256SUMS) is adopted or resumed: the run succeeds, no file sent again', () =>
     unsuppressed(async () => {
       await using world = await startWorld('s3adopt');
-      await kubectl(['create', 'secret', 'generic', 's3', '-n', world.namespace,
-        `--from-literal=AWS_ACCESS_KEY_ID=${store.accessKeyId}`, `--from-literal=AWS_SECRET_ACCESS_KEY=${store.secretAccessKey}`]);
+      await createS3Secret(world, store);
       await world.apply(runManifest('s3adopt', {
         job: { command: ['sh', '-c', 'mkdir -p output && echo adopted > output/a.txt'] },
         results: { path: 'output', s3: s3Spec(store, { credentials: { secretName: 's3' } }) },
@@ -199,8 +200,7 @@ describe('results in S3-compatible object storage', () => {
     await down.createBucket(BUCKET);
     await down.stop();
     await withWorld('s3down', async (world) => {
-      await kubectl(['create', 'secret', 'generic', 's3', '-n', world.namespace,
-        `--from-literal=AWS_ACCESS_KEY_ID=${down.accessKeyId}`, `--from-literal=AWS_SECRET_ACCESS_KEY=${down.secretAccessKey}`]);
+      await createS3Secret(world, down);
       await world.apply(runManifest('s3down', {
         job: { command: ['sh', '-c', 'mkdir -p output && echo r > output/r.txt'] },
         results: { path: 'output', s3: s3Spec(down, { credentials: { secretName: 's3' } }) },
