@@ -12,14 +12,14 @@
 // A symlink whose target stays inside the result set is stored as the same link (never followed).
 // Transport failures (connection lost, permission denied, local disk errors) throw instead: they
 // say nothing about the results, and the caller retries the retrieval.
-import { mkdir, open, symlink } from 'node:fs/promises';
+import { lstat, mkdir, open, rm, symlink } from 'node:fs/promises';
 import { dirname, isAbsolute, posix, relative, sep } from 'node:path';
 import type { SshConnection } from './connect.ts';
 import { abortError } from './errors.ts';
 import { linkTargetProblem, listRemoteFiles, validateManifest, type Manifest, type ManifestFile, type ManifestLink } from './manifest.ts';
 import { SftpSession, isNoSuchFile } from './sftp.ts';
 import { ContentMismatchError, downloadFile } from './transfer.ts';
-import { localPathFor, verifyAgainstManifest } from './verify.ts';
+import { listLocalEntries, localPathFor, sha256File, verifyAgainstManifest } from './verify.ts';
 
 export interface RetrieveOptions {
   /** Files downloaded at once (each with its own pipelined reads). Default 4. */
@@ -28,6 +28,11 @@ export interface RetrieveOptions {
   listTimeoutMs?: number;
   onProgress?: (progress: RetrieveProgress) => void;
   signal?: AbortSignal;
+  /**
+   * localDir holds an interrupted try of this same retrieval: files it completed that still match
+   * are kept, partial ones continue where they stopped, anything the manifest does not list goes.
+   */
+  resume?: boolean;
 }
 
 export interface RetrieveProgress {
@@ -42,8 +47,8 @@ export type RetrieveResult =
   | { ok: false; files: number; bytes: number; missing: string[]; different: string[]; extra: string[]; refused: string[] };
 
 /**
- * Downloads `manifest`'s files from `remoteDir` into `localDir` (created if needed; use a fresh
- * one per attempt, since anything already there that the manifest does not list is "extra").
+ * Downloads `manifest`'s files from `remoteDir` into `localDir` (created if needed; without `resume`
+ * use a fresh one per attempt, since anything already there that the manifest does not list is "extra").
  * `files`/`bytes` count what was downloaded and matched.
  */
 export async function retrieveDirectory(
@@ -61,6 +66,7 @@ export async function retrieveDirectory(
   });
   const storedLinks = links.filter((link) => !linkTargetProblem(link));
   await mkdir(localDir, { recursive: true });
+  if (options.resume) await keepOnlyResumable(localDir, files);
 
   const missing = new Set<string>();
   const different = new Set<string>();
@@ -81,8 +87,13 @@ export async function retrieveDirectory(
       const rel = relative(localDir, localPath);
       if (rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel)) throw new Error(`refusing to write outside ${localDir}: ${file.path}`);
       try {
+        if (options.resume && (await alreadyRetrieved(localPath, file))) {
+          progress.files += 1;
+          progress.bytes += file.size;
+          return;
+        }
         const result = await downloadFile(conn, posix.join(remoteDir, file.path), localPath, {
-          sftp,
+          sftp, resume: options.resume ?? false,
           expectedSha256: file.sha256,
           expectedSize: file.size,
           ...(signal ? { signal } : {}),
@@ -129,6 +140,24 @@ export async function retrieveDirectory(
     return { ok: true, ...counts };
   }
   return { ok: false, ...counts, missing: [...missing].sort(), different: [...different].sort(), extra: [...extra].sort(), refused: refused.sort() };
+}
+
+/** What an interrupted try left that this one can use: listed regular files and their partials. */
+async function keepOnlyResumable(localDir: string, files: readonly ManifestFile[]): Promise<void> {
+  const usable = new Set(files.flatMap((file) => [file.path, posix.join(posix.dirname(file.path), `.${posix.basename(file.path)}.part`)]));
+  for (const path of await listLocalEntries(localDir)) {
+    const local = localPathFor(localDir, path);
+    if (!usable.has(path) || !(await lstat(local)).isFile()) await rm(local, { force: true });
+  }
+}
+
+/** A file an earlier try completed, still as the manifest has it; one that is not is removed. */
+async function alreadyRetrieved(localPath: string, file: ManifestFile): Promise<boolean> {
+  const stats = await lstat(localPath).catch(() => undefined);
+  if (!stats) return false;
+  if (stats.isFile() && stats.size === file.size && (await sha256File(localPath)) === file.sha256) return true;
+  await rm(localPath, { force: true });
+  return false;
 }
 
 /** The same link, locally (its target was checked to stay inside localDir). */

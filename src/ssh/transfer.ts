@@ -1,9 +1,9 @@
 // File transfer over SFTP with two guarantees: a reader on the pod never sees a half-written
 // upload (temp name + POSIX rename), and a download never holds a file in memory and never
 // appears under its final local name unless complete (and matching, when a hash is expected).
-import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { createHash, randomBytes, type Hash } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { posix } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -28,6 +28,11 @@ export interface DownloadOptions {
   signal?: AbortSignal;
   /** Reuse an open SFTP session (one is opened and closed otherwise). */
   sftp?: SftpSession;
+  /**
+   * Keep what an interrupted try fetched (`.<name>.part` beside localPath) and fetch only the rest,
+   * so a transfer longer than any one try still ends. The whole content is checked as without it.
+   */
+  resume?: boolean;
 }
 
 export interface DownloadResult {
@@ -40,13 +45,16 @@ export class ContentMismatchError extends Error {
   readonly remotePath: string;
   readonly bytes: number;
   readonly sha256: string;
+  /** Bytes of the content that an earlier, interrupted try had kept. */
+  readonly resumedFrom: number;
 
-  constructor(remotePath: string, detail: string, bytes: number, sha256: string) {
+  constructor(remotePath: string, detail: string, bytes: number, sha256: string, resumedFrom = 0) {
     super(`${remotePath}: ${detail}`);
     this.name = 'ContentMismatchError';
     this.remotePath = remotePath;
     this.bytes = bytes;
     this.sha256 = sha256;
+    this.resumedFrom = resumedFrom;
   }
 }
 
@@ -110,17 +118,54 @@ export async function downloadFile(conn: SshConnection, remotePath: string, loca
   const { signal } = options;
   if (signal?.aborted) throw abortError(signal);
   const sftp = options.sftp ?? (await SftpSession.open(conn));
-  const temp = join(dirname(localPath), `.${basename(localPath)}.part-${randomBytes(6).toString('hex')}`);
-  let renamed = false;
+  try {
+    await mkdir(dirname(localPath), { recursive: true });
+    if (!options.resume) return await downloadTo(sftp, remotePath, localPath, `.${basename(localPath)}.part-${randomBytes(6).toString('hex')}`, options);
+    try {
+      return await downloadTo(sftp, remotePath, localPath, resumeName(localPath), options);
+    } catch (err) {
+      // What an earlier try kept may not be the start of this content (the pod changed the file):
+      // once more from the first byte, so a stale partial costs a download, never a verdict.
+      if (!(err instanceof ContentMismatchError && err.resumedFrom > 0)) throw err;
+      return await downloadTo(sftp, remotePath, localPath, resumeName(localPath), options);
+    }
+  } finally {
+    if (!options.sftp) sftp.end();
+  }
+}
+
+/** The partial file a resumable download of `localPath` keeps between tries. */
+const resumeName = (localPath: string): string => `.${basename(localPath)}.part`;
+
+/** Hashes the bytes an interrupted try kept in `path`; one longer than `limit` allows is dropped. */
+async function keptPrefix(path: string, limit: number): Promise<{ bytes: number; hash: Hash }> {
+  const hash = createHash('sha256');
+  const size = await stat(path).then((stats) => stats.size, (err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return 0;
+    throw err;
+  });
+  if (size === 0 || size >= limit) {
+    await rm(path, { force: true });
+    return { bytes: 0, hash };
+  }
+  for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 })) hash.update(chunk as Buffer);
+  return { bytes: size, hash };
+}
+
+async function downloadTo(sftp: SftpSession, remotePath: string, localPath: string, tempName: string, options: DownloadOptions): Promise<DownloadResult> {
+  const { signal } = options;
+  const temp = join(dirname(localPath), tempName);
+  const limit = options.expectedSize === undefined ? Infinity : options.expectedSize + 1;
+  // A resumed try appends to what the last one kept; the whole content is still hashed and checked.
+  const kept = options.resume ? await keptPrefix(temp, limit) : { bytes: 0, hash: createHash('sha256') };
+  const { hash } = kept;
+  let bytes = kept.bytes;
+  let keepTemp = false;
   try {
     const handle = await sftp.open(remotePath, 'r');
-    const hash = createHash('sha256');
-    let bytes = 0;
     try {
-      const limit = options.expectedSize === undefined ? Infinity : options.expectedSize + 1;
-      await mkdir(dirname(localPath), { recursive: true });
       await pipeline(
-        readPipelined(sftp, handle, remotePath, limit, signal),
+        readPipelined(sftp, handle, remotePath, limit, signal, kept.bytes),
         async function* (chunks: AsyncIterable<Buffer>) {
           for await (const chunk of chunks) {
             hash.update(chunk);
@@ -129,7 +174,7 @@ export async function downloadFile(conn: SshConnection, remotePath: string, loca
             options.onProgress?.(bytes);
           }
         },
-        createWriteStream(temp, { flags: 'wx', flush: true }),
+        createWriteStream(temp, { flags: options.resume ? 'a' : 'wx', flush: true }),
         signal ? { signal } : {},
       );
     } finally {
@@ -141,33 +186,34 @@ export async function downloadFile(conn: SshConnection, remotePath: string, loca
     const sha256 = hash.digest('hex');
     if (options.expectedSize !== undefined && bytes !== options.expectedSize) {
       const size = bytes > options.expectedSize ? 'is larger than' : `is ${bytes} bytes, not`;
-      throw new ContentMismatchError(remotePath, `${size} the expected ${options.expectedSize} bytes`, bytes, sha256);
+      throw new ContentMismatchError(remotePath, `${size} the expected ${options.expectedSize} bytes`, bytes, sha256, kept.bytes);
     }
     if (options.expectedSha256 !== undefined && sha256 !== options.expectedSha256.toLowerCase()) {
-      throw new ContentMismatchError(remotePath, `SHA-256 ${sha256} differs from the expected ${options.expectedSha256}`, bytes, sha256);
+      throw new ContentMismatchError(remotePath, `SHA-256 ${sha256} differs from the expected ${options.expectedSha256}`, bytes, sha256, kept.bytes);
     }
     await rename(temp, localPath);
-    renamed = true;
+    keepTemp = true;
     return { bytes, sha256 };
   } catch (err) {
+    // An interrupted resumable try keeps its bytes for the next; a mismatch keeps nothing.
+    if (options.resume && !(err instanceof ContentMismatchError)) keepTemp = true;
     if (signal?.aborted) throw abortError(signal);
     throw err;
   } finally {
-    if (!renamed) await rm(temp, { force: true });
-    if (!options.sftp) sftp.end();
+    if (!keepTemp) await rm(temp, { force: true });
   }
 }
 
 /**
  * Yields the file's bytes in order while keeping up to READ_WINDOW reads in flight, so a link's
- * round trip does not cap throughput at one chunk per RTT. Stops at end of file or `limit` bytes,
+ * round trip does not cap throughput at one chunk per RTT. Starts at byte `start`; stops at end of file or at byte `limit`,
  * and at once when `signal` aborts: a read still in flight is not waited for, since over a slow
  * link the window's data could take minutes to arrive (the handle's close is queued behind those
  * reads on the server, which answers a handle's requests in order).
  */
-export async function* readPipelined(sftp: SftpSession, handle: Buffer, path: string, limit: number, signal?: AbortSignal): AsyncGenerator<Buffer> {
+export async function* readPipelined(sftp: SftpSession, handle: Buffer, path: string, limit: number, signal?: AbortSignal, start = 0): AsyncGenerator<Buffer> {
   const inFlight: { length: number; data: Promise<Buffer> }[] = [];
-  let next = 0;
+  let next = start;
   let eof = false;
   const fill = (): void => {
     while (!eof && inFlight.length < READ_WINDOW && next < limit) {

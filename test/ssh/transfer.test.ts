@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, openSync, readFileSync, readSync, readdirSync, closeSync, rmSync, statSync, existsSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync, readSync, readdirSync, closeSync, rmSync, statSync, existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -124,6 +124,34 @@ void describe('SFTP transfers over a real sshd', () => {
     void it('reports a missing remote file as such', async () => {
       await assert.rejects(downloadFile(conn, `${remote}/no such file`, join(local, 'x')), (err: unknown) => isNoSuchFile(err));
       assert.equal(existsSync(join(local, 'x')), false);
+    });
+
+    void it('with resume, continues from the partial an interrupted try kept, and starts over when that partial is stale', async () => {
+      const data = randomBytes(3_000_000);
+      await uploadFile(conn, `${remote}/resume.bin`, data, 0o644);
+      const dir = join(local, 'resume');
+      const target = join(dir, 'resume.bin');
+      const controller = new AbortController();
+      await assert.rejects(downloadFile(conn, `${remote}/resume.bin`, target, {
+        resume: true, signal: controller.signal,
+        onProgress: (n) => {
+          if (n > 1_000_000) controller.abort();
+        },
+      }));
+      const kept = statSync(join(dir, '.resume.bin.part')).size;
+      assert.ok(kept > 0 && kept < data.length, `the interrupted try kept ${kept} bytes`);
+      const progress: number[] = [];
+      const expected = { expectedSha256: sha(data), expectedSize: data.length };
+      assert.deepEqual(await downloadFile(conn, `${remote}/resume.bin`, target, { ...expected, resume: true, onProgress: (n) => progress.push(n) }), { bytes: data.length, sha256: sha(data) });
+      assert.ok((progress[0] ?? 0) > kept, 'the second try started from the kept bytes');
+      assert.ok(readFileSync(target).equals(data));
+      assert.deepEqual(readdirSync(dir), ['resume.bin']);
+
+      // A partial that is not the start of the content (the file changed since) is not trusted.
+      writeFileSync(join(dir, '.again.bin.part'), randomBytes(500_000));
+      assert.deepEqual(await downloadFile(conn, `${remote}/resume.bin`, join(dir, 'again.bin'), { ...expected, resume: true }), { bytes: data.length, sha256: sha(data) });
+      assert.ok(readFileSync(join(dir, 'again.bin')).equals(data));
+      assert.deepEqual(readdirSync(dir).sort(), ['again.bin', 'resume.bin']);
     });
 
     void it('stops when aborted and leaves no partial file', async () => {
