@@ -17,6 +17,7 @@ import { createLogger, registerSecret, type Logger } from './log.ts';
 import { OperatorMetrics } from './metrics/metrics.ts';
 import type { S3Defaults } from './results/s3-store.ts';
 import { removeAbandonedStaging } from './results/store.ts';
+import { isTerminal } from './run/conditions.ts';
 import { Accounts } from './run/accounts.ts';
 import { installScope, type Owner } from './run/ownership.ts';
 import { RunReconciler } from './run/reconciler.ts';
@@ -173,15 +174,25 @@ export async function startController(config: Config, options: StartOptions = {}
       throw error;
     });
 
-  /** Everything the leader runs; returns once `signal` aborted and the work has wound down. */
-  const lead = async (signal: AbortSignal): Promise<void> => {
-    // Before any worker could start a retrieval: what a killed leader left half-written goes.
-    const removed = await removeAbandonedStaging(defaultStore.kind === 'dir' ? defaultStore.dir : config.resultsDir).catch((error: unknown) => {
+  /**
+   * Before any worker could start a retrieval: what a killed leader staged stays for the runs that may
+   * still retrieve (they resume it); the rest goes.
+   */
+  const removeStagingNoRetrievalResumes = async (): Promise<void> => {
+    const resumable = (uid: string): boolean => {
+      const key = runUids.get(uid);
+      const run = key === undefined ? undefined : reflector?.get(key);
+      return run !== undefined && !isTerminal(run.status?.phase);
+    };
+    const removed = await removeAbandonedStaging(defaultStore.kind === 'dir' ? defaultStore.dir : config.resultsDir, resumable).catch((error: unknown) => {
       logger.warn({ err: error }, 'could not clean up abandoned partial results');
       return [];
     });
-    if (removed.length > 0) logger.info({ removed }, 'removed partial results an interrupted retrieval left behind');
-    if (signal.aborted) return;
+    if (removed.length > 0) logger.info({ removed }, 'removed partial results no retrieval will resume');
+  };
+
+  /** Everything the leader runs; returns once `signal` aborted and the work has wound down. */
+  const lead = async (signal: AbortSignal): Promise<void> => {
     // One per term: a retrieval never outlives the leadership it started under.
     transfers = new TransferPool<RetrievalOutcome>({ maxConcurrent: config.maxConcurrentTransfers, onSettled: (key) => controller?.enqueue(key) });
     const pool = transfers;
@@ -206,7 +217,12 @@ export async function startController(config: Config, options: StartOptions = {}
     // every run by urgency, so none of them takes a run merely because its name sorts first. The
     // sweeper must not judge pods before the store knows every live run.
     const thisTerm = controller;
-    void reflector.waitForSync(signal).then(() => { thisTerm.start(); sweeper.start(); }, () => undefined);
+    void reflector.waitForSync(signal).then(async () => {
+      await removeStagingNoRetrievalResumes();
+      if (signal.aborted) return;
+      thisTerm.start();
+      sweeper.start();
+    }, () => undefined);
     await aborted(signal);
     await stopWork();
   };

@@ -1,17 +1,18 @@
 // The result store on the controller's disk: `<results-dir>/<namespace>/<name>/<uid>/`. Files land in
-// a temporary directory beside it and the directory is renamed into place only once every file is
-// verified, so a reader never sees a partial result.
-import { randomBytes } from 'node:crypto';
+// a staging directory beside it and the directory is renamed into place only once every file is
+// verified, so a reader never sees a partial result. A pod's staging directory outlives the leader
+// that started it, so a retrieval longer than a leader's term resumes instead of starting over.
+import { createHash } from 'node:crypto';
 import { lstat, mkdir, readdir, rename, rm } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 
 export function resultLocation(resultsDir: string, namespace: string, name: string, uid: string): string {
   return resolve(resultsDir, namespace, name, uid);
 }
 
-/** A fresh empty directory beside the final location, for one retrieval try. */
-export async function stagingDirectory(location: string): Promise<string> {
-  const staging = `${location}${stagingSuffix}${randomBytes(4).toString('hex')}`;
+/** The staging directory of the retrieval from one pod, beside the final location: the same for every try. */
+export async function stagingDirectory(location: string, podId: string): Promise<string> {
+  const staging = `${location}${stagingSuffix}${createHash('sha256').update(podId).digest('hex').slice(0, 8)}`;
   await mkdir(staging, { recursive: true });
   return staging;
 }
@@ -20,30 +21,32 @@ export async function stagingDirectory(location: string): Promise<string> {
 export async function commitResults(staging: string, location: string): Promise<void> {
   await rm(location, { recursive: true, force: true });
   await rename(staging, location);
+  await discardStagingOf(location);
+}
+
+/** Removes every staging directory of `location` (those of the run's other pods too): none can be committed any more. */
+export async function discardStagingOf(location: string): Promise<void> {
+  const prefix = `${basename(location)}${stagingSuffix}`;
+  for (const entry of await directories(dirname(location))) {
+    if (entry.startsWith(prefix) && stagingName.test(entry)) await rm(join(dirname(location), entry), { recursive: true, force: true });
+  }
 }
 
 const stagingSuffix = '.partial-';
 const stagingName = /\.partial-[0-9a-f]{8}$/;
 
 /**
- * Removes the staging directories an interrupted retrieval left behind (a crash, SIGKILL): each sits
- * at `<results-dir>/<namespace>/<name>/<uid>.partial-<hex>`. Call it only while no retrieval of this
- * store runs (the new leader, before its workers start). Returns what it removed.
+ * Removes the staging directories no retrieval will resume: each sits at
+ * `<results-dir>/<namespace>/<name>/<uid>.partial-<hex>`, and goes unless `resumable(uid)` (a run that
+ * may still retrieve). Call it only while no retrieval of this store runs (the new leader, before its
+ * workers start). Returns what it removed.
  */
-export async function removeAbandonedStaging(resultsDir: string): Promise<string[]> {
+export async function removeAbandonedStaging(resultsDir: string, resumable: (uid: string) => boolean = () => false): Promise<string[]> {
   const removed: string[] = [];
-  const entries = async (dir: string): Promise<string[]> => {
-    try {
-      return (await readdir(dir, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
-      throw error;
-    }
-  };
-  for (const namespace of await entries(resolve(resultsDir))) {
-    for (const name of await entries(resolve(resultsDir, namespace))) {
-      for (const entry of await entries(resolve(resultsDir, namespace, name))) {
-        if (!stagingName.test(entry)) continue;
+  for (const namespace of await directories(resolve(resultsDir))) {
+    for (const name of await directories(resolve(resultsDir, namespace))) {
+      for (const entry of await directories(resolve(resultsDir, namespace, name))) {
+        if (!stagingName.test(entry) || resumable(entry.slice(0, entry.lastIndexOf(stagingSuffix)))) continue;
         const path = resolve(resultsDir, namespace, name, entry);
         await rm(path, { recursive: true, force: true });
         removed.push(path);
@@ -51,6 +54,15 @@ export async function removeAbandonedStaging(resultsDir: string): Promise<string
     }
   }
   return removed;
+}
+
+async function directories(dir: string): Promise<string[]> {
+  try {
+    return (await readdir(dir, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
 }
 
 export async function discardStaging(staging: string): Promise<void> {

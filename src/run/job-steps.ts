@@ -47,7 +47,7 @@ export async function cancelJob(ssh: SshConnection, stateDir: string): Promise<v
 }
 
 export interface RetrieveStepOptions {
-  /** Aborts the transfer (shutdown, lost leadership); the staging directory is discarded. */
+  /** Aborts the transfer (shutdown, lost leadership); what it staged stays for the next try to resume. */
   signal?: AbortSignal;
   /** Called as bytes arrive (a long transfer is progress, not a stuck worker). */
   onProgress?: () => void;
@@ -75,33 +75,30 @@ export async function resultManifest(ssh: SshConnection, remoteDir: string, spec
   return { manifest };
 }
 
-export async function retrieveResults(ssh: SshConnection, { runDir, stateDir }: PodDirs, spec: RunpodRunSpec, location: string, options: RetrieveStepOptions = {}): Promise<RetrievalOutcome> {
+export async function retrieveResults(ssh: SshConnection, { runDir, stateDir }: PodDirs, spec: RunpodRunSpec, { location, podId }: { location: string; podId: string }, options: RetrieveStepOptions = {}): Promise<RetrievalOutcome> {
   const remoteDir = posix.join(runDir, spec.results.path);
   const signal = options.signal ? { signal: options.signal } : {};
   const read = await resultManifest(ssh, remoteDir, spec, options.signal);
   if (!('manifest' in read)) return read;
   const { manifest } = read;
-  const staging = await stagingDirectory(location);
-  try {
-    const retrieved = await retrieveDirectory(ssh, remoteDir, resultsSubdirectory(staging), manifest, {
-      ...signal, ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-    });
-    if (!retrieved.ok) {
-      const problems = [['missing', retrieved.missing], ['different', retrieved.different], ['extra', retrieved.extra], ['refused symlinks', retrieved.refused]] as const;
-      const message = problems.filter(([, files]) => files.length > 0)
-        .map(([what, files]) => `${files.length} ${what} (${files.slice(0, 3).join(', ')})`).join(', ');
-      await discardStaging(staging);
-      return { kind: 'unverified', message };
-    }
-    await downloadJobLog(ssh, stateDir, join(staging, jobLogName));
-    await commitResults(staging, location);
-    const marked = await execChecked(ssh, markRetrievedCommand({ stateDir }), 'marking the results retrieved', commandTimeout);
-    parseAck(marked.stdout.toString('utf8'), RETRIEVED_TAG);
-    return { kind: 'verified', files: retrieved.files, bytes: retrieved.bytes, location, verifiedAt: new Date() };
-  } catch (error) {
+  // A try cut short (a lost connection, a leader killed or stepping down) leaves its staging for the
+  // next to resume: a result that takes longer than any one leader's term still arrives.
+  const staging = await stagingDirectory(location, podId);
+  const retrieved = await retrieveDirectory(ssh, remoteDir, resultsSubdirectory(staging), manifest, {
+    ...signal, resume: true, ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+  });
+  if (!retrieved.ok) {
+    const problems = [['missing', retrieved.missing], ['different', retrieved.different], ['extra', retrieved.extra], ['refused symlinks', retrieved.refused]] as const;
+    const message = problems.filter(([, files]) => files.length > 0)
+      .map(([what, files]) => `${files.length} ${what} (${files.slice(0, 3).join(', ')})`).join(', ');
     await discardStaging(staging);
-    throw error;
+    return { kind: 'unverified', message };
   }
+  await downloadJobLog(ssh, stateDir, join(staging, jobLogName));
+  await commitResults(staging, location);
+  const marked = await execChecked(ssh, markRetrievedCommand({ stateDir }), 'marking the results retrieved', commandTimeout);
+  parseAck(marked.stdout.toString('utf8'), RETRIEVED_TAG);
+  return { kind: 'verified', files: retrieved.files, bytes: retrieved.bytes, location, verifiedAt: new Date() };
 }
 
 async function downloadJobLog(ssh: SshConnection, stateDir: string, localPath: string): Promise<void> {

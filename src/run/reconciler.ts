@@ -9,7 +9,7 @@ import { registerSecret, type Logger } from '../log.ts';
 import { s3SettingsFor, s3Uri, type S3Defaults, type S3StoreSettings } from '../results/s3-store.ts';
 import { committedObjects } from '../results/s3-verify.ts';
 import { openS3Target } from './s3-access.ts';
-import { committedResults, resultLocation } from '../results/store.ts';
+import { committedResults, discardStagingOf, resultLocation } from '../results/store.ts';
 import { connectPinned, HostKeyMismatchError, type SshConnection } from '../ssh/index.ts';
 import { conditionIs, isTerminal } from './conditions.ts';
 import { resolveJobInputs, type JobInputsVerdict } from './job-inputs.ts';
@@ -117,6 +117,9 @@ export class RunReconciler {
       if (transition) this.#options.events.record(current, transition);
     }
     if (decision.action.type === 'removeFinalizer') this.#forget(run, call.transfers);
+    // What a cut-short retrieval staged waits to be resumed only while the run may still retrieve.
+    const settled = decision.action.type === 'removeFinalizer' || (!isTerminal(run.status?.phase) && isTerminal(current.status?.phase));
+    if (settled && !context.s3) await discardStagingOf(context.resultLocation);
     return this.#requeue(run.metadata.uid, decision.requeue);
   }
 

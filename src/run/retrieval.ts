@@ -65,7 +65,9 @@ async function transfer(ctx: ActContext, ssh: SshConnection, signal: AbortSignal
   const uid = ctx.run.metadata.uid;
   const dirs = { runDir: runDirOf(uid), stateDir: stateDirOf(uid) };
   const options = { ...(signal ? { signal } : {}), ...(progress ? { onProgress: progress } : {}) };
-  if (!ctx.s3) return retrieveResults(ssh, dirs, ctx.spec, ctx.resultLocation, options);
+  const podId = ctx.run.status?.pod?.id;
+  if (!podId) throw new Error('the run has no pod to retrieve from');
+  if (!ctx.s3) return retrieveResults(ssh, dirs, ctx.spec, { location: ctx.resultLocation, podId }, options);
   const opened = await openS3Target(ctx.runs, ctx.run.metadata.namespace, ctx.s3);
   // Like a store that does not answer: the run waits within its retrieve grace for the Secret.
   if (!opened.ok) return { kind: 'unverified', message: opened.message };

@@ -1,9 +1,9 @@
 // Graceful shutdown and hand-over with the controller as real processes: a leader and a standby;
 // SIGTERM reaches the leader while it streams a run's results. The leader must exit within the
 // termination grace (30 s), having released the lease; the standby takes over and finishes the run
-// with nothing half-written left in the store. Ends with the leak check.
+// from what the leader had staged, with nothing half-written left in the store. Ends with the leak check.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -15,6 +15,18 @@ import { runManifest, startWorld, unsuppressed } from '../support/operator.ts';
 
 const terminationGraceMs = 30_000;
 const ended = (run: { status?: { phase?: string } }) => run.status?.phase === 'Succeeded' || run.status?.phase === 'Failed';
+
+/** The partial file of a cut-short download of `name` in a staging directory under `dir`, once it holds `atLeast` bytes. */
+async function stagedPartial(dir: string, name: string, atLeast: number, timeoutMs: number): Promise<{ path: string; bytes: number }> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = readdirSync(dir, { recursive: true, withFileTypes: true }).find((entry) => entry.name === `.${name}.part`);
+    const bytes = found ? statSync(join(found.parentPath, found.name), { throwIfNoEntry: false })?.size ?? 0 : 0;
+    if (found && bytes >= atLeast) return { path: join(found.parentPath, found.name), bytes };
+    if (Date.now() > deadline) assert.fail(`no partial ${name} of ${atLeast} bytes within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
 
 /** Every `.partial-` staging directory under the results dir. */
 function partials(dir: string): string[] {
@@ -48,6 +60,7 @@ void test('SIGTERM mid-transfer: the leader exits within the grace and releases 
       results: { path: 'output' },
     }));
     await world.waitForRun('big', 'Retrieving', (run) => run.status?.phase === 'Retrieving' || ended(run), 120_000);
+    const partial = await stagedPartial(resultsDir, 'big.bin', 10_000_000, 60_000);
     const sentAt = Date.now();
     a.kill('SIGTERM');
     const exit = await Promise.race([a.exited, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), terminationGraceMs + 10_000).unref())]);
@@ -58,6 +71,8 @@ void test('SIGTERM mid-transfer: the leader exits within the grace and releases 
     const interrupted = await world.run('big');
     assert.equal(interrupted?.status?.phase, 'Retrieving', 'SIGTERM came while the results were being fetched');
     assert.equal(interrupted?.status?.results?.retrievedAt, undefined, 'and the transfer was cut, not finished');
+    const kept = statSync(partial.path, { throwIfNoEntry: false })?.size ?? 0;
+    assert.ok(kept >= partial.bytes, `what the leader fetched stays staged for the standby to resume (${kept} bytes)`);
     assert.ok(a.lines.some((l) => l.msg === 'released the leader lease'), 'it released the lease');
     const lease = await kubeConfig.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: world.namespace, name: 'runpod-operator-leader' });
     const holder = lease.spec?.holderIdentity ?? '';
