@@ -134,6 +134,11 @@ function followJob(ctx: Context, spec: RunpodRunSpec): Step {
 
   switch (state.job.status) {
     case 'none':
+      if (job.startedAt) {
+        // The pod's state went with its disk and its run directory with it: starting again would run the job twice.
+        pod.state = 'Deleting';
+        return fail(ctx, 'PodLost', `pod ${pod.name} no longer knows the job that started at ${job.startedAt} (its state and run directory are gone); ${whatIsKnown(status)}; the pod is deleted`);
+      }
       if (spec.cancel) { pod.state = 'Deleting'; return step({ type: 'none' }); }
       if (spec.limits.maxCostUsd !== undefined && !(Number(pod.costPerHour ?? 0) > 0)) {
         // A cap nobody can enforce is no cap: the job waits for a price, the boot grace bounds the wait.
@@ -148,6 +153,12 @@ function followJob(ctx: Context, spec: RunpodRunSpec): Step {
       phase(ctx, 'Running', 'JobRunning', `the job is running on pod ${pod.name} (${pod.gpuType})`);
       return wait(obs.settings.pollIntervalMs);
     case 'lost':
+      // A restart after the job's end was recorded loses nothing the run needs: the exit code is in the
+      // status and the results are on the pod's volume (the bootstrap finds its claim there; a wiped
+      // volume reads as a job never started). Only the log went with the container disk.
+      if (job.finishedAt && job.exitCode !== undefined) {
+        return retrieve(ctx, `pod ${pod.name} restarted its container after the job exited with code ${job.exitCode}; retrieving and verifying its results from the pod's volume`);
+      }
       pod.state = 'Deleting';
       return fail(ctx, 'PodLost', `pod ${pod.name} restarted its container: the job's exit code is lost; ${whatIsKnown(status)}; the pod is deleted`);
     case 'exited': {
@@ -158,17 +169,23 @@ function followJob(ctx: Context, spec: RunpodRunSpec): Step {
         ctx.events.push({ type: 'Warning', reason: 'JobFailed', note: `the job exited with code ${job.exitCode ?? 'unknown'}; last lines of its log:\n${tail}` });
       }
       if (state.job.endedAt !== null) job.finishedAt ??= new Date(state.job.endedAt * 1000).toISOString();
-      // A transfer in the pool: looked at again after a poll (the pool asks for a reconcile when it ends).
-      const transferring = obs.transfer && obs.transfer.state !== 'settled' ? obs.transfer : undefined;
-      const slot = transferring?.state === 'queued' ? `; waiting for a transfer slot (${transferring.ahead} ahead, --max-concurrent-transfers)` : '';
-      if (obs.retrievalFailures > 0) {
-        // The last attempt's findings stay the message: what was missing, different or refused is what the user acts on.
-        const found = status.reason === 'ResultsUnverified' ? status.message : undefined;
-        phase(ctx, 'Retrieving', 'ResultsUnverified', found ?? `the results could not be verified yet (try ${obs.retrievalFailures}); the pod stays for spec.limits.retrieveGraceSeconds`);
-        return step({ type: 'retrieveResults' }, transferring ? obs.settings.pollIntervalMs : exponentialDelay(2000, 60_000, obs.retrievalFailures));
-      }
-      phase(ctx, 'Retrieving', 'Retrieving', `the job exited with code ${job.exitCode ?? 'unknown'}; retrieving and verifying its results${slot}`);
-      return step({ type: 'retrieveResults' }, transferring ? obs.settings.pollIntervalMs : 0);
+      return retrieve(ctx, `the job exited with code ${job.exitCode ?? 'unknown'}; retrieving and verifying its results`);
     }
   }
+}
+
+/** The job has ended and its exit is recorded: retrieve (again, after a failed try, with backoff). */
+function retrieve(ctx: Context, retrieving: string): Step {
+  const { obs, status } = ctx;
+  // A transfer in the pool: looked at again after a poll (the pool asks for a reconcile when it ends).
+  const transferring = obs.transfer && obs.transfer.state !== 'settled' ? obs.transfer : undefined;
+  const slot = transferring?.state === 'queued' ? `; waiting for a transfer slot (${transferring.ahead} ahead, --max-concurrent-transfers)` : '';
+  if (obs.retrievalFailures > 0) {
+    // The last attempt's findings stay the message: what was missing, different or refused is what the user acts on.
+    const found = status.reason === 'ResultsUnverified' ? status.message : undefined;
+    phase(ctx, 'Retrieving', 'ResultsUnverified', found ?? `the results could not be verified yet (try ${obs.retrievalFailures}); the pod stays for spec.limits.retrieveGraceSeconds`);
+    return step({ type: 'retrieveResults' }, transferring ? obs.settings.pollIntervalMs : exponentialDelay(2000, 60_000, obs.retrievalFailures));
+  }
+  phase(ctx, 'Retrieving', 'Retrieving', `${retrieving}${slot}`);
+  return step({ type: 'retrieveResults' }, transferring ? obs.settings.pollIntervalMs : 0);
 }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { RunpodRunStatus } from '../../src/api/status.ts';
 import { applyCreateOutcome, applyProbeOutcome, applyRetrievalOutcome, decide, nextCandidate, podName } from '../../src/run/decide.ts';
-import { at, createdStatus, observe, pod, readyStatus, spec, ssh, state, t0 } from './fixture.ts';
+import { at, createdStatus, unixAt, observe, pod, readyStatus, spec, ssh, state, t0 } from './fixture.ts';
 
 describe('decide: before any Runpod call', () => {
   test('adds the finalizer first', () => {
@@ -262,6 +262,33 @@ describe('decide: ending early', () => {
     assert.equal(lost.status.reason, 'PodLost');
     assert.equal(lost.status.pod?.state, 'Deleting');
     assert.match(lost.status.message!, /restarted its container: the job's exit code is lost; the job started at 2027-01-15T08:00:00.000Z and was running when last seen \(no exit code recorded\); no results were retrieved/);
+  });
+
+  test('a container restart after the job\'s exit was recorded: its results are still on the volume and are retrieved', () => {
+    const status = readyStatus();
+    status.job = { startedAt: at(10).toISOString(), finishedAt: at(40).toISOString(), exitCode: 0 };
+    const lostState = state({}, { status: 'lost', startedAt: unixAt(60) });
+    const d = decide(observe({ now: at(70), pods: { listedAt: at(70), items: [pod({ ssh })] }, podState: lostState }, status));
+    assert.deepEqual(d.action, { type: 'retrieveResults' });
+    assert.equal(d.status.phase, 'Retrieving');
+    assert.notEqual(d.status.pod?.state, 'Deleting');
+    assert.deepEqual(d.status.job, status.job, 'the recorded exit and end stand (the restart is not the job\'s end)');
+    assert.match(d.status.message!, /restarted its container after the job exited with code 0/);
+    // A non-zero exit recorded before the restart is retrieved as well, and still says so.
+    status.job.exitCode = 3;
+    const failed = decide(observe({ now: at(70), pods: { listedAt: at(70), items: [pod({ ssh })] }, podState: lostState }, status));
+    assert.deepEqual(failed.action, { type: 'retrieveResults' });
+    assert.equal(failed.status.job?.exitCode, 3);
+  });
+
+  test('a pod that no longer knows the job it reported started is lost: the job never starts twice', () => {
+    const status = readyStatus();
+    status.job = { startedAt: at(10).toISOString() };
+    const forgot = decide(observe({ now: at(70), pods: { listedAt: at(70), items: [pod({ ssh })] }, podState: state() }, status));
+    assert.notDeepEqual(forgot.action, { type: 'startJob' });
+    assert.equal(forgot.status.reason, 'PodLost');
+    assert.equal(forgot.status.pod?.state, 'Deleting');
+    assert.match(forgot.status.message!, /no longer knows the job that started at \S+/);
   });
 
   test('cancel deletes the pod, confirms, then fails Cancelled', () => {
