@@ -42,6 +42,7 @@ export const podStatus = z.object({
   state: z.string().optional().meta({ description: 'Pod state as Runpod last reported it, or Deleting / Deleted.' }),
   deletedAt: time.optional().meta({ description: 'When the pod was confirmed deleted.' }),
   listedAt: time.optional().meta({ description: 'When a pod list first showed the pod (Runpod lists a new pod only after a while).' }),
+  startedAgainAt: time.optional().meta({ description: 'When the controller asked Runpod to start the pod again: it stopped (EXITED) after its job ended and before its results were retrieved, which its volume still holds. Once per pod.' }),
 }).meta({ description: 'The run\'s current (or last) pod.' });
 
 export const attempt = z.object({

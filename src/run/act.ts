@@ -85,6 +85,10 @@ export async function act(action: Action, ctx: ActContext): Promise<RunpodRunSta
       abortRetrievalBeforeDelete(ctx, action.podId);
       await deletePod(ctx, action.podId);
       return undefined;
+    case 'startPod':
+      await requireAccount(ctx).pods.startPod(action.podId, ctx.signal);
+      ctx.refreshPods();
+      return undefined;
     case 'lookForGonePod':
       await lookForGonePod(ctx, action.podId);
       return undefined;

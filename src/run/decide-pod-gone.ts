@@ -1,5 +1,6 @@
-// A current pod that is no longer there or no longer runs: missing from the list, EXITED or ERROR,
-// or left by a watchdog that could not delete it; and which of the watchdog's reasons ended it.
+// A current pod that is no longer there or no longer runs: missing from the list, EXITED or ERROR
+// (started again when it stopped holding results not yet fetched), or left by a watchdog that could
+// not delete it; and which of the watchdog's reasons ended it.
 import { conditionIs } from './conditions.ts';
 import type { Reason } from '../api/status.ts';
 import type { DeleteFailure } from '../pod/index.ts';
@@ -39,6 +40,8 @@ export function podMissing(ctx: Context, deadline: number): Step {
  * its watchdog whose key may not delete it, or broken), but its disk bills until it is deleted: at once.
  */
 export function podStopped(ctx: Context, state: 'EXITED' | 'ERROR', deadline: number): Step {
+  const again = state === 'EXITED' ? startAgain(ctx, deadline) : undefined;
+  if (again) return again;
   const { status } = ctx;
   const pod = status.pod!;
   pod.state = 'Deleting';
@@ -53,6 +56,36 @@ export function podStopped(ctx: Context, state: 'EXITED' | 'ERROR', deadline: nu
   }
   const [reason, message] = whyThePodWent(ctx, deadline, state);
   return fail(ctx, reason, `${message}; the controller deletes it`);
+}
+
+/** How long a pod started again may stay EXITED in the lists before it is given up and deleted. */
+const startAgainBoundMs = 60_000;
+
+/**
+ * A pod that stopped after its job's exit was recorded and before its results were in: its volume
+ * still holds them (Runpod keeps it while a pod is stopped), so it is started once more, unless it
+ * must go anyway (deadline, retrieve grace, cost cap, cancel). Not on ERROR: that volume is not to be
+ * trusted. Undefined: delete it as any stopped pod.
+ */
+function startAgain(ctx: Context, deadline: number): Step | undefined {
+  const { obs, status } = ctx;
+  const pod = status.pod!;
+  const { job } = status;
+  const spec = obs.spec.ok ? obs.spec.spec : undefined;
+  if (!spec || spec.cancel || !conditionIs(status, 'PodReady') || !job?.finishedAt || job.exitCode === undefined || status.results?.retrievedAt) return undefined;
+  const now = obs.now.getTime();
+  const graceEnd = spec.keepPod ? Infinity : Date.parse(job.finishedAt) + spec.limits.retrieveGraceSeconds * 1000;
+  const cap = spec.limits.maxCostUsd;
+  if (now >= Math.min(watchdogDeadline(ctx, deadline), graceEnd)) return undefined;
+  if (cap !== undefined && Number(status.estimatedCostUsd ?? 0) >= Number(cap) * 0.9) return undefined;
+  if (!pod.startedAgainAt) {
+    pod.startedAgainAt = obs.now.toISOString();
+    phase(ctx, 'Retrieving', 'Retrieving', `pod ${pod.name} went EXITED after the job exited with code ${job.exitCode}, before its results were retrieved; starting it again to fetch them from its volume`);
+    return step({ type: 'startPod', podId: pod.id! }, 5000);
+  }
+  if (now >= Date.parse(pod.startedAgainAt) + startAgainBoundMs) return undefined;
+  phase(ctx, 'Retrieving', 'Retrieving', `pod ${pod.name} was started again at ${pod.startedAgainAt} to fetch its results; waiting for it to run`);
+  return wait(5000);
 }
 
 /** The watchdog wanted the pod gone and could not delete it (.pod/watchdog.delete): the controller does, now. */
@@ -84,6 +117,14 @@ function neverListedYet(ctx: Context): Step | undefined {
   return wait(Math.min(obs.settings.pollIntervalMs, 5000));
 }
 
+/** The pod's deadline as its watchdog counts it: from the create request (attempt.time), a moment before Runpod's createdAt. */
+function watchdogDeadline(ctx: Context, deadline: number): number {
+  const { obs, status } = ctx;
+  const limits = obs.spec.ok ? obs.spec.spec.limits : undefined;
+  const attempt = status.attempts?.find((a) => a.podId === status.pod?.id);
+  return attempt && limits ? Math.min(deadline, Math.floor(Date.parse(attempt.time) / 1000) * 1000 + limits.maxRuntimeSeconds * 1000) : deadline;
+}
+
 /**
  * The watchdog's reasons, judged from what the status knows: deadline, cost cap, boot grace, retrieve
  * grace; else PodLost with what is known. `how`: the pod disappeared, or went EXITED / ERROR.
@@ -96,10 +137,7 @@ function whyThePodWent(ctx: Context, deadline: number, how: 'disappeared' | 'EXI
   // A watchdog whose key may not delete stops the pod instead: EXITED.
   const by = how === 'disappeared' ? 'was deleted by its watchdog'
     : how === 'EXITED' ? 'went EXITED (a watchdog whose key may not delete stops its pod)' : 'went ERROR';
-  // The watchdog's deadline was counted from the create request (attempt.time), a moment before Runpod's createdAt.
-  const attempt = status.attempts?.find((a) => a.podId === status.pod?.id);
-  const watchdogDeadline = attempt && limits ? Math.floor(Date.parse(attempt.time) / 1000) * 1000 + limits.maxRuntimeSeconds * 1000 : deadline;
-  if (now >= Math.min(deadline, watchdogDeadline)) return ['DeadlineExceeded', `pod ${name} reached its deadline (spec.limits.maxRuntimeSeconds) and ${by}`];
+  if (now >= watchdogDeadline(ctx, deadline)) return ['DeadlineExceeded', `pod ${name} reached its deadline (spec.limits.maxRuntimeSeconds) and ${by}`];
   if (limits?.maxCostUsd !== undefined && Number(status.estimatedCostUsd ?? 0) >= Number(limits.maxCostUsd) * 0.9) {
     return ['CostCapReached', `pod ${name} reached spec.limits.maxCostUsd (${limits.maxCostUsd}) and ${by}`];
   }

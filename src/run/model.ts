@@ -98,6 +98,7 @@ export type Action =
   | { type: 'createPod'; attemptName: string; gpuType: string; attemptNumber: number }
   | { type: 'probeSsh'; podId: string; host: string; port: number }
   | { type: 'deletePod'; podId: string }
+  | { type: 'startPod'; podId: string }
   | { type: 'lookForGonePod'; podId: string }
   | { type: 'setKeep'; keep: boolean }
   | { type: 'startJob' }

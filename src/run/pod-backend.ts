@@ -1,5 +1,5 @@
 // The Runpod side of act(), behind one small interface (crossplane-runtime's external client): the
-// catalog, a create, a delete, a look for a pod that may be gone, the account's spend limit. act
+// catalog, a create, a delete, a start, a look for a pod that may be gone, the account's spend limit. act
 // judges what the answers mean; the implementation over the Runpod client only makes the calls, so
 // act's table tests run on a fake (test/run/act.test.ts).
 import { isRunpodError, type CreatePodRequest, type GpuTypeOffer, type Pod, type RunpodClient } from '../runpod/index.ts';
@@ -14,6 +14,8 @@ export interface PodBackend {
   createPod(request: CreatePodRequest, signal?: AbortSignal): Promise<Pod>;
   /** 'notFound' on Runpod's 404 (one look's worth of evidence, not proof); any other refusal throws. */
   deletePod(podId: string, signal?: AbortSignal): Promise<'deleted' | 'notFound'>;
+  /** Starts a stopped (EXITED) pod; a refusal (no GPU free on its host, its balance) throws. */
+  startPod(podId: string, signal?: AbortSignal): Promise<void>;
   /** 'missing' on Runpod's 404; any other failure throws. */
   lookForPod(podId: string, signal?: AbortSignal): Promise<'found' | 'missing'>;
   /** The account's spend limit in USD/h (needs the key's account:read scope; throws without it). */
@@ -27,6 +29,9 @@ export function runpodPodBackend(client: RunpodClient): PodBackend {
     catalog: ({ cloud, gpuCount }, signal) => client.listGpuTypes({ cloud, gpuCount, ...withSignal(signal) }),
     createPod: (request, signal) => client.createPod(request, { signal }),
     deletePod: (podId, signal) => unlessNotFound(client.deletePod(podId, { signal }), 'deleted', 'notFound'),
+    startPod: async (podId, signal) => {
+      await client.podAction(podId, 'start', { signal });
+    },
     lookForPod: (podId, signal) => unlessNotFound(client.getPod(podId, { signal }), 'found', 'missing'),
     spendLimitUsdPerHour: async () => (await client.getAccountLimits()).spendRate,
   };

@@ -1,5 +1,5 @@
 // Pods that end badly, end to end: a container that goes EXITED / ERROR or restart-loops after the
-// pod was ready (or restarts once its job's exit is recorded), and a pod key that may not delete its pod when the deadline passes. Every test ends
+// pod was ready (or restarts or stops once its job's exit is recorded), and a pod key that may not delete its pod when the deadline passes. Every test ends
 // with the leak check (world.stop()).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -40,26 +40,29 @@ describe('pods that end before their run', () => {
       await world.deleteRun('loop');
     }));
 
-  test('a container restart after the job exited, mid-retrieval: the recorded exit stands, the results on the volume are retrieved: Succeeded', () =>
-    withWorld('restart-after-exit', async (world) => {
-      const job = { command: ['sh', '-c', 'sleep 4 && mkdir -p output && head -c 1000000 /dev/urandom > output/model.bin'] };
-      await world.apply(runManifest('late', { job, results: { path: 'output' } }));
-      const running = await world.waitForRun('late', 'JobRunning', (r) => r.status?.reason === 'JobRunning' || ended(r), 60_000);
-      const podId = running.status?.pod?.id ?? '';
-      // A slow link (about 15 s for the result), so the restart comes while the results are being fetched.
-      await injectFault(world.sim.adminUrl, { fault: 'slow-link', podId, bytesPerSecond: 64 * 1024 });
-      await world.waitForRun('late', 'exit recorded', (r) => r.status?.job?.exitCode !== undefined || ended(r), 60_000);
-      await injectFault(world.sim.adminUrl, { fault: 'container-exit', podId });
-      const run = await world.waitForRun('late', 'Succeeded', ended, 120_000);
-      assert.equal(run.status?.phase, 'Succeeded', JSON.stringify(run.status));
-      assert.equal(run.status?.job?.exitCode, 0);
-      assert.deepEqual([run.status?.results?.files, run.status?.results?.bytes], [1, 1_000_000]);
-      const done = await world.waitForRun('late', 'pod deleted', (r) => r.status?.pod?.state === 'Deleted', 30_000);
-      assert.ok(done.status?.pod?.deletedAt);
-      const [pod] = await simPods(world.sim.adminUrl);
-      assert.ok((pod?.restarts ?? 0) >= 1, 'the container did restart');
-      await world.deleteRun('late');
-    }));
+  for (const [how, status] of [['restarts its container', 'RUNNING'], ['goes EXITED (it is started again)', 'EXITED']] as const) {
+    test(`a pod that ${how} after the job's exit was recorded, mid-retrieval: the results on its volume are retrieved: Succeeded`, () =>
+      withWorld(`late-${status.toLowerCase()}`, async (world) => {
+        const job = { command: ['sh', '-c', 'sleep 4 && mkdir -p output && head -c 1000000 /dev/urandom > output/model.bin'] };
+        await world.apply(runManifest('late', { job, results: { path: 'output' } }));
+        const running = await world.waitForRun('late', 'JobRunning', (r) => r.status?.reason === 'JobRunning' || ended(r), 60_000);
+        const podId = running.status?.pod?.id ?? '';
+        // A slow link (about 15 s for the result), so the pod goes while its results are being fetched.
+        await injectFault(world.sim.adminUrl, { fault: 'slow-link', podId, bytesPerSecond: 64 * 1024 });
+        await world.waitForRun('late', 'exit recorded', (r) => r.status?.job?.exitCode !== undefined || ended(r), 60_000);
+        await injectFault(world.sim.adminUrl, { fault: 'container-exit', podId, status });
+        const run = await world.waitForRun('late', 'Succeeded', ended, 120_000);
+        assert.equal(run.status?.phase, 'Succeeded', JSON.stringify(run.status));
+        assert.equal(run.status?.job?.exitCode, 0);
+        assert.deepEqual([run.status?.results?.files, run.status?.results?.bytes], [1, 1_000_000]);
+        assert.equal(run.status?.pod?.startedAgainAt !== undefined, status === 'EXITED', 'only a stopped pod is started again');
+        const done = await world.waitForRun('late', 'pod deleted', (r) => r.status?.pod?.state === 'Deleted', 30_000);
+        assert.ok(done.status?.pod?.deletedAt);
+        const [pod] = await simPods(world.sim.adminUrl);
+        if (status === 'RUNNING') assert.ok((pod?.restarts ?? 0) >= 1, 'the container did restart');
+        await world.deleteRun('late');
+      }));
+  }
 });
 
 describe('a pod key that may not delete its pod (API-NOTES §4.1)', () => {

@@ -55,7 +55,7 @@ function harness(options: HarnessOptions = {}): Harness {
   const evidence = new RunEvidence();
   const unexpected = (what: string) => (): never => assert.fail(`unexpected call: ${what}`);
   const pods: PodBackend = {
-    catalog: unexpected('catalog'), createPod: unexpected('createPod'), deletePod: unexpected('deletePod'),
+    catalog: unexpected('catalog'), createPod: unexpected('createPod'), deletePod: unexpected('deletePod'), startPod: unexpected('startPod'),
     lookForPod: unexpected('lookForPod'), spendLimitUsdPerHour: unexpected('spendLimitUsdPerHour'),
     ...(options.pods === 'none' ? {} : options.pods),
   };
@@ -183,6 +183,14 @@ test('deletePod: deleted records when the delete was sent, no 404', async () => 
   assert.equal(await act({ type: 'deletePod', podId: 'p1' }, h.ctx), undefined);
   assert.deepEqual(h.evidence.deletion('p1'), { notFoundLooks: 0, sentAt: actedAt });
   assert.deepEqual(h.calls, ['delete p1', 'refreshPods']);
+});
+
+test('startPod: sends the start and lists the pods soon; a refusal fails the step (retried with backoff, bounded by decide)', async () => {
+  const h = harness({ pods: { startPod: (podId) => { h.calls.push(`start ${podId}`); return Promise.resolve(); } } });
+  assert.equal(await act({ type: 'startPod', podId: 'p1' }, h.ctx), undefined);
+  assert.deepEqual(h.calls, ['start p1', 'refreshPods']);
+  const refused = harness({ pods: { startPod: () => Promise.reject(new Error('There are not enough free GPUs on the host machine to start this pod.')) } });
+  await assert.rejects(act({ type: 'startPod', podId: 'p1' }, refused.ctx), /not enough free GPUs/);
 });
 
 test('deletePod: a 404 is one look\'s worth of evidence, and the delete counts as sent', async () => {

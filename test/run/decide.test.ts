@@ -1,6 +1,7 @@
 // decide() state by state: pure, so every rule of a run's life is checked without any I/O.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import type { Observation } from '../../src/run/model.ts';
 import type { RunpodRunStatus } from '../../src/api/status.ts';
 import { applyCreateOutcome, applyProbeOutcome, applyRetrievalOutcome, decide, nextCandidate, podName } from '../../src/run/decide.ts';
 import { at, createdStatus, unixAt, observe, pod, readyStatus, spec, ssh, state, t0 } from './fixture.ts';
@@ -235,6 +236,52 @@ describe('decide: ending early', () => {
       const late = decide(gone(601));
       assert.equal(late.status.reason, 'DeadlineExceeded');
       assert.match(late.status.message!, new RegExp(`went ${state}`));
+    }
+  });
+
+  test('a pod that went EXITED after the job\'s exit was recorded is started again once, to fetch its results from its volume', () => {
+    const status = readyStatus();
+    status.job = { startedAt: at(10).toISOString(), finishedAt: at(40).toISOString(), exitCode: 0 };
+    const listed = (seconds: number, podStatus: string, over: Partial<Observation> = {}) =>
+      observe({ now: at(seconds), pods: { listedAt: at(seconds), items: [pod({ status: podStatus, ssh })] }, ...over }, status);
+    const d = decide(listed(50, 'EXITED'));
+    assert.deepEqual(d.action, { type: 'startPod', podId: 'p1' });
+    assert.equal(d.status.phase, 'Retrieving');
+    assert.equal(d.status.pod?.startedAgainAt, at(50).toISOString(), 'recorded before the start is sent: once per pod');
+    assert.notEqual(d.status.pod?.state, 'Deleting');
+    assert.match(d.status.message!, /went EXITED after the job exited with code 0, before its results were retrieved; starting it again/);
+    assert.ok(d.events.some((e) => /starting it again/.test(e.note)), JSON.stringify(d.events));
+
+    // Still EXITED in a list taken just after (lists lag): waited for, neither started twice nor deleted.
+    const soon = decide(observe({ now: at(60), pods: { listedAt: at(60), items: [pod({ status: 'EXITED', ssh })] } }, d.status));
+    assert.deepEqual(soon.action, { type: 'none' });
+    assert.notEqual(soon.status.pod?.state, 'Deleting');
+    // Running again: followed as before, on to the retrieval once the pod's state is read.
+    const again = decide(observe({ now: at(70), pods: { listedAt: at(70), items: [pod({ ssh })] }, podState: state({}, { status: 'lost', startedAt: unixAt(65) }) }, d.status));
+    assert.deepEqual(again.action, { type: 'retrieveResults' });
+    // Not running again within the bound: given up, the pod deleted.
+    const stuck = decide(observe({ now: at(50 + 61), pods: { listedAt: at(111), items: [pod({ status: 'EXITED', ssh })] } }, d.status));
+    assert.equal(stuck.status.pod?.state, 'Deleting');
+    assert.equal(stuck.status.phase, 'Failed');
+    const stoppedAgain = decide(observe({ now: at(300), pods: { listedAt: at(300), items: [pod({ status: 'EXITED', ssh })] } }, again.status));
+    assert.equal(stoppedAgain.status.pod?.state, 'Deleting', 'a pod that stops a second time is not started again');
+  });
+
+  test('a stopped pod is not started again when it must go or holds nothing to fetch', () => {
+    const ended = { startedAt: at(10).toISOString(), finishedAt: at(40).toISOString(), exitCode: 0 };
+    const cases: [string, string, RunpodRunStatus['job'], Partial<Observation>, number, Partial<RunpodRunStatus>][] = [
+      ['ERROR (its volume is not to be trusted)', 'ERROR', ended, {}, 50, {}],
+      ['no exit recorded', 'EXITED', { startedAt: at(10).toISOString() }, {}, 50, {}],
+      ['the results already retrieved', 'EXITED', ended, {}, 50, { results: { retrievedAt: at(45).toISOString(), files: 1, bytes: 1 } }],
+      ['past its deadline (a watchdog whose key may not delete stops its pod)', 'EXITED', ended, {}, 600, {}],
+      ['past the retrieve grace', 'EXITED', ended, { spec: spec({}, { retrieveGraceSeconds: 30 }) }, 71, {}],
+      ['cancelled', 'EXITED', ended, { spec: spec({ cancel: true }) }, 50, {}],
+    ];
+    for (const [why, podStatus, job, over, seconds, extra] of cases) {
+      const status = { ...readyStatus(), job, ...extra };
+      const d = decide(observe({ now: at(seconds), pods: { listedAt: at(seconds), items: [pod({ status: podStatus, ssh })] }, ...over }, status));
+      assert.notDeepEqual(d.action, { type: 'startPod', podId: 'p1' }, why);
+      assert.equal(d.status.pod?.startedAgainAt, undefined, why);
     }
   });
 
