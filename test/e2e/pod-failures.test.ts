@@ -2,12 +2,26 @@
 // pod was ready (or restarts or stops once its job's exit is recorded), and a pod key that may not delete its pod when the deadline passes. Every test ends
 // with the leak check (world.stop()).
 import assert from 'node:assert/strict';
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { injectFault, simPods } from '../runpod-sim/client.ts';
 import { runManifest, withWorld } from '../support/operator.ts';
 
 const ended = (run: { status?: { phase?: string } }) => run.status?.phase === 'Succeeded' || run.status?.phase === 'Failed';
 const sleeper = { job: { command: ['sleep', '600'] }, results: { path: 'output' } };
+
+/** Everything under the results dir that sits in a staging directory (`<uid>.partial-<hex>/…`). */
+const staged = (dir: string): string[] => readdirSync(dir, { recursive: true, withFileTypes: true })
+  .map((entry) => join(entry.parentPath, entry.name)).filter((path) => /\.partial-[0-9a-f]{8}(\/|$)/.test(path));
+
+async function waitFor(what: string, check: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
 
 describe('pods that end before their run', () => {
   for (const status of ['EXITED', 'ERROR'] as const) {
@@ -63,6 +77,25 @@ describe('pods that end before their run', () => {
         await world.deleteRun('late');
       }));
   }
+});
+
+describe('a pod that breaks (ERROR) mid-retrieval, after the job\'s exit was recorded', () => {
+  test('is not started again (its volume is not to be trusted) but deleted, and what the cut-short retrieval staged is removed', () =>
+    withWorld('late-error', async (world) => {
+      const job = { command: ['sh', '-c', 'sleep 4 && mkdir -p output && head -c 1000000 /dev/urandom > output/model.bin'] };
+      await world.apply(runManifest('broken', { job, results: { path: 'output' } }));
+      const running = await world.waitForRun('broken', 'JobRunning', (r) => r.status?.reason === 'JobRunning' || ended(r), 60_000);
+      const podId = running.status?.pod?.id ?? '';
+      await injectFault(world.sim.adminUrl, { fault: 'slow-link', podId, bytesPerSecond: 64 * 1024 });
+      await waitFor('a partial result staged', () => staged(world.resultsDir).some((path) => path.endsWith('.model.bin.part') && statSync(path).size > 0), 60_000);
+      await injectFault(world.sim.adminUrl, { fault: 'container-exit', podId, status: 'ERROR' });
+      const run = await world.waitForRun('broken', 'Failed', ended, 60_000);
+      assert.equal(run.status?.reason, 'ResultsUnverified', JSON.stringify(run.status));
+      assert.equal(run.status?.pod?.startedAgainAt, undefined);
+      assert.deepEqual(staged(world.resultsDir), [], 'no staging is left once the run has ended');
+      await world.waitForRun('broken', 'pod deleted', (r) => r.status?.pod?.state === 'Deleted', 30_000);
+      await world.deleteRun('broken');
+    }));
 });
 
 describe('a pod key that may not delete its pod (API-NOTES §4.1)', () => {

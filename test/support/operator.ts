@@ -23,6 +23,8 @@ export interface World {
   sim: RunningSimulator;
   clusterId: string;
   logLines: string[];
+  /** The controller's --results-dir. */
+  resultsDir: string;
   /** Starts the controller; `overrides` go over the world's settings (say another kubeconfig), undefined unsets one. */
   startController(overrides?: Record<string, string | undefined>): Promise<void>;
   stopController(): Promise<void>;
@@ -58,7 +60,7 @@ export async function startWorld(prefix: string, options: WorldOptions = {}): Pr
   await kubectl(['create', 'secret', 'generic', 'runpod', '-n', namespace, `--from-literal=apiKey=${testApiKey}`]);
 
   const world: World = {
-    namespace, sim, clusterId, logLines,
+    namespace, sim, clusterId, logLines, resultsDir,
     async startController(overrides = {}) {
       const input = {
         kubeconfig: kubeconfigPath, namespace, clusterId, runpodApiUrl: options.apiFront?.(sim) ?? sim.baseUrl,
