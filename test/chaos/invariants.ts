@@ -4,6 +4,7 @@ import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SimPod } from '../runpod-sim/client.ts';
 import { isTerminalPhase, type RunBook, type RunEntry } from './runbook.ts';
+import { noChanceMs, type Destruction } from './leader-time.ts';
 import { exitsZero } from './workload.ts';
 
 export interface Figure {
@@ -80,10 +81,13 @@ export function doubleBilling(pods: SimPod[], runs: RunBook, now: number): Figur
 
 /**
  * Succeeded runs whose result directory does not match status.results (or the job's own output), and
- * runs whose job exited 0 that did not end Succeeded although nothing took their pod away (a vanish).
+ * runs whose job exited 0 that did not end Succeeded, unless the world destroyed their pod before the
+ * controller had a chance (less than noChanceMs of leader time after the job's end): those are listed
+ * apart, with the leader time each had.
  */
-export function resultsLostOrUnverified(runs: RunBook, pods: SimPod[]): Figure {
+export function resultsLostOrUnverified(runs: RunBook, destroyed: (entry: RunEntry) => Destruction | undefined): { lost: Figure; destroyedFirst: string[] } {
   const details: string[] = [];
+  const destroyedFirst: string[] = [];
   for (const entry of runs.entries.values()) {
     const status = entry.latest?.status;
     if (!entry.uid || !status) continue;
@@ -92,12 +96,14 @@ export function resultsLostOrUnverified(runs: RunBook, pods: SimPod[]): Figure {
       if (problem) details.push(`${entry.planned.name}: Succeeded but ${problem}`);
       continue;
     }
-    const vanished = pods.some((pod) => pod.env.RUNPOD_OPERATOR_RUN === entry.uid && pod.deletedBy === 'vanished');
-    if (exitsZero(entry.planned.kind) && status.job?.exitCode === 0 && isTerminalPhase(entry.latest) && !vanished) {
-      details.push(`${entry.planned.name}: the job exited 0 but the run ended ${status.phase}/${status.reason}: ${status.message ?? ''}`);
-    }
+    if (!(exitsZero(entry.planned.kind) && status.job?.exitCode === 0 && isTerminalPhase(entry.latest))) continue;
+    const destruction = destroyed(entry);
+    const line = `${entry.planned.name}: the job exited 0 but the run ended ${status.phase}/${status.reason}: ${status.message ?? ''}`;
+    const chance = destruction ? ` [its pod ${destruction.how} ${seconds(destruction.at - Date.parse(status.job.finishedAt ?? ''))} s after the job's end; the controller led ${seconds(destruction.leaderMs)} s of that]` : '';
+    if (destruction && destruction.leaderMs < noChanceMs) destroyedFirst.push(line + chance);
+    else details.push(line + chance);
   }
-  return figure('results lost or unverified (runs whose job exited 0)', details.length, details);
+  return { lost: figure('results lost or unverified (runs whose job exited 0)', details.length, details), destroyedFirst };
 }
 
 function checkResults(entry: RunEntry): string | undefined {

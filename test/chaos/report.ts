@@ -1,6 +1,7 @@
 // Prints what a session measured: the invariants as figures (each with its offenders), the outcome
 // of each run kind, the crash windows hit, and the faults fired.
 import { describeConditions } from './conditions.ts';
+import { noChanceMs } from './leader-time.ts';
 import type { SessionReport } from './session.ts';
 import { expectedOutcome, type RunKind } from './workload.ts';
 
@@ -15,6 +16,10 @@ export function formatReport(report: SessionReport): string {
     for (const detail of figure.details) lines.push(`            ${detail}`);
   }
 
+  if (report.destroyedFirst.length > 0) {
+    lines.push('', `results the provider destroyed before the controller had a chance (under ${noChanceMs / 1000} s of leader time after the job's end; not counted above):`);
+    for (const line of report.destroyedFirst) lines.push(`            ${line}`);
+  }
   if (report.stagingLeft.length > 0) {
     lines.push('', `result store: ${report.stagingLeft.length} staging directories left by killed retrievals (never cleaned up):`);
     for (const dir of report.stagingLeft) lines.push(`            ${dir}`);

@@ -12,6 +12,7 @@ import { ControllerProcess } from './controller.ts';
 import { faultGenerators } from './faults.ts';
 import { billedPastDeadline, doubleBilling, finalizersLeft, podsLeaked, resultsLostOrUnverified, runsNotTerminal, type Figure } from './invariants.ts';
 import { Killer, type KillRecord } from './killer.ts';
+import { destructionOf, readLeaderTerms } from './leader-time.ts';
 import { startProxy } from './proxy.ts';
 import { isTerminalPhase, outcomeOf, RunBook } from './runbook.ts';
 import { conditionsConfig, type SimConditions } from './conditions.ts';
@@ -39,7 +40,7 @@ export interface SessionOptions {
   say: (line: string) => void;
 }
 
-export interface FaultRecord { planned: PlannedFault; atMs: number; fired: boolean; detail: string }
+export interface FaultRecord { planned: PlannedFault; atMs: number; fired: boolean; detail: string; podId?: string }
 
 export interface SessionReport {
   schedule: Schedule;
@@ -47,6 +48,8 @@ export interface SessionReport {
   figures: Figure[];
   /** Every pod the simulator rented, for the story behind a figure. */
   pods: { id: string; name: string; run: string; createdAt: string; deletedAt: string | null; deletedBy: string | null }[];
+  /** Runs whose results the world destroyed (pod vanished or went ERROR) before the controller had a chance: not counted as lost. */
+  destroyedFirst: string[];
   /** Staging directories a killed retrieval left in the result store (litter, not a broken promise). */
   stagingLeft: string[];
   outcomes: { name: string; kind: string; outcome: string; message: string; attempts: number; pods: number }[];
@@ -173,12 +176,14 @@ export async function runSession(options: SessionOptions): Promise<SessionReport
       pods = await simPods(sim.adminUrl);
     }
     const now = Date.now();
+    const terms = readLeaderTerms(controllerLog, killer.records.map((kill) => started + (kill.atMs ?? 0)), now);
+    const results = resultsLostOrUnverified(runs, (entry) => destructionOf(entry, pods, faults, terms, started));
     const figures = [
       notTerminal,
       podsLeaked(pods),
       billedPastDeadline(pods, runs, options.billingMarginMs, now),
       doubleBilling(pods, runs, now),
-      resultsLostOrUnverified(runs, pods),
+      results.lost,
       finalizersLeft(leftover.map((run) => ({ name: run.metadata.name ?? '', finalizers: run.metadata.finalizers ?? [], message: run.status?.message ?? '' }))),
     ];
     for (const outcome of outcomes) {
@@ -191,7 +196,7 @@ export async function runSession(options: SessionOptions): Promise<SessionReport
       id: pod.id, name: pod.name, run: runs.byUid(pod.env.RUNPOD_OPERATOR_RUN ?? '')?.planned.name ?? '?',
       createdAt: pod.createdAt, deletedAt: pod.deletedAt, deletedBy: pod.deletedBy,
     }));
-    return { schedule, namespace, figures, stagingLeft, pods: rented, outcomes, kills: killer.records, faults, controllerLog, durationMs: elapsed() };
+    return { schedule, namespace, figures, destroyedFirst: results.destroyedFirst, stagingLeft, pods: rented, outcomes, kills: killer.records, faults, controllerLog, durationMs: elapsed() };
   } finally {
     polling = false;
     await poller;
@@ -214,7 +219,7 @@ async function fire(fault: PlannedFault, adminUrl: string, runs: RunBook, atMs: 
   if (!body) return { planned: fault, atMs, fired: false, detail: 'nothing to aim at' };
   try {
     await injectFault(adminUrl, body);
-    return { planned: fault, atMs, fired: true, detail: JSON.stringify(body) + (target ? ` (run ${target.runName})` : '') };
+    return { planned: fault, atMs, fired: true, detail: JSON.stringify(body) + (target ? ` (run ${target.runName})` : ''), ...(target ? { podId: target.id } : {}) };
   } catch (error) {
     return { planned: fault, atMs, fired: false, detail: String(error) };
   }

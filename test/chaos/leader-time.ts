@@ -1,0 +1,49 @@
+// How much of a run's chance the controller had: the leader time between its job's end and the moment
+// the world took its results away (the pod vanished or broke, or was deleted). A result the provider
+// destroyed before any leader could act is not a broken promise; one lost with leader time to spare is.
+import { readFileSync } from 'node:fs';
+import type { SimPod } from '../runpod-sim/client.ts';
+import type { RunEntry } from './runbook.ts';
+import type { FaultRecord } from './session.ts';
+
+export interface Term { from: number; to: number }
+
+/** Below this much leader time between a job's end and its pod's destruction, the controller had no real chance. */
+export const noChanceMs = 10_000;
+
+/** The leader terms in the controller's log (epoch ms): each from a 'became leader' line to the next kill, or `end`. */
+export function leaderTerms(logText: string, killsAt: readonly number[], end: number): Term[] {
+  const starts = logText.split('\n').flatMap((line) => {
+    if (!line.includes('"became leader"')) return [];
+    // A SIGKILL may cut the last line short: it is not a term.
+    const time = /"time":"([^"]+)"/.exec(line)?.[1];
+    return time && line.trimEnd().endsWith('}') ? [Date.parse(time)] : [];
+  });
+  return starts.map((from) => ({ from, to: Math.min(end, ...killsAt.filter((at) => at > from)) }));
+}
+
+export const readLeaderTerms = (logFile: string, killsAt: readonly number[], end: number): Term[] =>
+  leaderTerms(readFileSync(logFile, 'utf8'), killsAt, end);
+
+/** Leader time within [from, to]. */
+export function leaderMsBetween(terms: readonly Term[], from: number, to: number): number {
+  return terms.reduce((sum, term) => sum + Math.max(0, Math.min(term.to, to) - Math.max(term.from, from)), 0);
+}
+
+/** When the world destroyed a run's results (its pod vanished, or broke: ERROR), and the leader time the controller had before. */
+export interface Destruction { at: number; how: string; leaderMs: number }
+
+/** For a run whose job ended: the first destruction of one of its pods after that end, if any. */
+export function destructionOf(entry: RunEntry, pods: readonly SimPod[], faults: readonly FaultRecord[], terms: readonly Term[], started: number): Destruction | undefined {
+  const endedAt = Date.parse(entry.latest?.status?.job?.finishedAt ?? '');
+  if (!Number.isFinite(endedAt)) return undefined;
+  const own = pods.filter((pod) => pod.env.RUNPOD_OPERATOR_RUN === entry.uid);
+  const ids = new Set(own.map((pod) => pod.id));
+  const events = [
+    ...own.filter((pod) => pod.deletedBy === 'vanished' && pod.deletedAt).map((pod) => ({ at: Date.parse(pod.deletedAt ?? ''), how: 'vanished' })),
+    ...faults.filter((fault) => fault.fired && fault.podId !== undefined && ids.has(fault.podId) && fault.planned.name === 'container-exit' && fault.planned.params.status === 'ERROR')
+      .map((fault) => ({ at: started + fault.atMs + Number(fault.planned.params.afterMs ?? 0), how: 'went ERROR' })),
+  ].filter((event) => event.at >= endedAt - 1000).sort((a, b) => a.at - b.at);
+  const first = events[0];
+  return first && { ...first, leaderMs: leaderMsBetween(terms, endedAt, first.at) };
+}
