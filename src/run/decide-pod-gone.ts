@@ -75,9 +75,7 @@ function startAgain(ctx: Context, deadline: number): Step | undefined {
   if (!spec || spec.cancel || !conditionIs(status, 'PodReady') || !job?.finishedAt || job.exitCode === undefined || status.results?.retrievedAt) return undefined;
   const now = obs.now.getTime();
   const graceEnd = spec.keepPod ? Infinity : Date.parse(job.finishedAt) + spec.limits.retrieveGraceSeconds * 1000;
-  const cap = spec.limits.maxCostUsd;
-  if (now >= Math.min(watchdogDeadline(ctx, deadline), graceEnd)) return undefined;
-  if (cap !== undefined && Number(status.estimatedCostUsd ?? 0) >= Number(cap) * 0.9) return undefined;
+  if (now >= Math.min(watchdogDeadline(ctx, deadline), graceEnd) || nearCostCap(ctx)) return undefined;
   if (!pod.startedAgainAt) {
     pod.startedAgainAt = obs.now.toISOString();
     phase(ctx, 'Retrieving', 'Retrieving', `pod ${pod.name} went EXITED after the job exited with code ${job.exitCode}, before its results were retrieved; starting it again to fetch them from its volume`);
@@ -125,6 +123,12 @@ function watchdogDeadline(ctx: Context, deadline: number): number {
   return attempt && limits ? Math.min(deadline, Math.floor(Date.parse(attempt.time) / 1000) * 1000 + limits.maxRuntimeSeconds * 1000) : deadline;
 }
 
+/** The spend is within 10% of spec.limits.maxCostUsd: the watchdog, which estimates it on its own, may have acted on the cap. */
+function nearCostCap({ obs, status }: Context): boolean {
+  const cap = obs.spec.ok ? obs.spec.spec.limits.maxCostUsd : undefined;
+  return cap !== undefined && Number(status.estimatedCostUsd ?? 0) >= Number(cap) * 0.9;
+}
+
 /**
  * The watchdog's reasons, judged from what the status knows: deadline, cost cap, boot grace, retrieve
  * grace; else PodLost with what is known. `how`: the pod disappeared, or went EXITED / ERROR.
@@ -138,7 +142,7 @@ function whyThePodWent(ctx: Context, deadline: number, how: 'disappeared' | 'EXI
   const by = how === 'disappeared' ? 'was deleted by its watchdog'
     : how === 'EXITED' ? 'went EXITED (a watchdog whose key may not delete stops its pod)' : 'went ERROR';
   if (now >= watchdogDeadline(ctx, deadline)) return ['DeadlineExceeded', `pod ${name} reached its deadline (spec.limits.maxRuntimeSeconds) and ${by}`];
-  if (limits?.maxCostUsd !== undefined && Number(status.estimatedCostUsd ?? 0) >= Number(limits.maxCostUsd) * 0.9) {
+  if (limits?.maxCostUsd !== undefined && nearCostCap(ctx)) {
     return ['CostCapReached', `pod ${name} reached spec.limits.maxCostUsd (${limits.maxCostUsd}) and ${by}`];
   }
   if (limits && !status.job?.startedAt && now >= Date.parse(status.pod?.createdAt ?? '') + limits.bootGraceSeconds * 1000) {
