@@ -6,8 +6,9 @@ import { realClock, type Clock } from '../kube/clock.ts';
 import type { Logger } from '../log.ts';
 import { createRunpodClient, type RunpodCallObserver, type RunpodClient } from '../runpod/index.ts';
 import { PodObserver } from '../runpod/observer.ts';
+import { SpendRoom } from './spend-room.ts';
 
-export interface Account { client: RunpodClient; observer: PodObserver; id: string }
+export interface Account { client: RunpodClient; observer: PodObserver; id: string; spendRoom: SpendRoom }
 
 /** An account as the sweeper needs it: no observer. */
 export interface KnownAccount { client: RunpodClient; id: string }
@@ -29,6 +30,7 @@ export class Accounts {
   #options: AccountsOptions;
   #known = new Map<string, KnownAccount>();
   #observed = new Map<string, PodObserver>();
+  #spendRooms = new Map<string, SpendRoom>();
   /** When each observed account was last used (clock time), by account id. */
   #lastUsed = new Map<string, number>();
   readonly #clock: Clock;
@@ -62,7 +64,9 @@ export class Accounts {
       this.#observed.set(known.id, observer);
     }
     this.#lastUsed.set(known.id, this.#clock.now());
-    return { ...known, observer };
+    let spendRoom = this.#spendRooms.get(known.id);
+    if (!spendRoom) this.#spendRooms.set(known.id, (spendRoom = new SpendRoom()));
+    return { ...known, observer, spendRoom };
   }
 
   /** The account of this key, without observing it (the sweeper lists it itself). */

@@ -16,6 +16,7 @@ import { abortRetrievalBeforeDelete, retrieve, type RetrievalPool } from './retr
 import type { RunApi, SshSecret } from './run-api.ts';
 import type { RunEvidence } from './run-evidence.ts';
 import type { S3StoreSettings } from '../results/s3-store.ts';
+import type { SpendRoom } from './spend-room.ts';
 
 export interface ActContext {
   run: RunpodRun;
@@ -47,6 +48,8 @@ export interface ActContext {
   metrics?: ReconcilerMetrics | undefined;
   /** Where retrievals run, off the workers (retrieval.ts); without it they run inline. */
   transfers?: RetrievalPool | undefined;
+  /** The room under the account's spend limit, shared by its runs (spend-room.ts); without it every resend goes out. */
+  spendRoom?: SpendRoom | undefined;
 }
 
 /** What the reconciler reports (src/metrics implements it). */
@@ -136,6 +139,11 @@ async function readCatalog(ctx: ActContext): Promise<void> {
 async function createPod(ctx: ActContext, attemptName: string, attemptNumber: number, gpuType: string): Promise<RunpodRunStatus> {
   const { pods } = requireAccount(ctx);
   const status = structuredClone(ctx.run.status ?? {});
+  const uid = ctx.run.metadata.uid;
+  if (!claimSpendRoom(ctx, attemptName)) {
+    applyCreateOutcome(ctx.obs, status, attemptName, { kind: 'room-taken' });
+    return status;
+  }
   let outcome: CreateOutcome;
   try {
     const pod = await pods.createPod(ctx.buildCreateRequest(attemptName, attemptNumber, gpuType), ctx.signal);
@@ -148,9 +156,25 @@ async function createPod(ctx: ActContext, attemptName: string, attemptNumber: nu
     ctx.evidence.recordSpend(ctx.run.metadata.uid, spend);
     outcome = { ...outcome, spend };
   }
+  // Nothing of a refused create bills: the room it claimed is another run's to take.
+  if (outcome.kind !== 'created' && outcome.kind !== 'ambiguous') ctx.spendRoom?.release(uid);
   ctx.refreshPods();
   applyCreateOutcome(ctx.obs, status, attemptName, outcome);
   return status;
+}
+
+/**
+ * A resend under the spend limit goes out only with a claim on the room the last list shows, so that
+ * of the runs that see room for one pod one sends its create; the others wait (spend-room.ts). True
+ * for every other create, and when a figure is unknown (the blind wait's own spacing applies).
+ */
+function claimSpendRoom(ctx: ActContext, attemptName: string): boolean {
+  const { spend, pods } = ctx.obs;
+  const attempt = ctx.run.status?.attempts?.find((a) => a.name === attemptName);
+  if (!ctx.spendRoom || attempt?.outcome !== 'SpendLimited' || !pods) return true;
+  const { limitUsdPerHour, runningUsdPerHour, podUsdPerHour } = spend ?? {};
+  if (limitUsdPerHour === undefined || runningUsdPerHour === undefined || podUsdPerHour === undefined) return true;
+  return ctx.spendRoom.claim(ctx.run.metadata.uid, { limitUsdPerHour, runningUsdPerHour, podUsdPerHour }, pods.listedAt, ctx.now());
 }
 
 function createFailure(error: unknown, lostAt: Date): CreateOutcome {

@@ -2,7 +2,7 @@
 import { setCondition } from './conditions.ts';
 import type { Observation, PodView, SpendFacts } from './model.ts';
 import type { RunpodRunStatus } from '../api/status.ts';
-import { headroom, retryAfterRefusal } from './waiting.ts';
+import { headroom, retryAfterRefusal, spendRetrySpacingMs } from './waiting.ts';
 import { fail, phase, type Context } from './decide-step.ts';
 import { retireCurrentPod } from './decide-cost.ts';
 import { podStatusFrom } from './decide-provisioning.ts';
@@ -16,7 +16,9 @@ export type CreateOutcome =
   /** A 429: nothing was created; sent again after Retry-After. */
   | { kind: 'rate-limited'; message: string; retryAfterMs?: number | undefined }
   /** The account spend limit: nothing was created; the run waits for room (figures as far as known). */
-  | { kind: 'spend-limit'; message: string; spend?: SpendFacts | undefined };
+  | { kind: 'spend-limit'; message: string; spend?: SpendFacts | undefined }
+  /** A resend under the spend limit not sent: another run's create claimed the room the list shows. */
+  | { kind: 'room-taken' };
 
 export function applyCreateOutcome(obs: Observation, status: RunpodRunStatus, attemptName: string, outcome: CreateOutcome): void {
   const attempt = status.attempts?.find((a) => a.name === attemptName);
@@ -56,6 +58,11 @@ export function applyCreateOutcome(obs: Observation, status: RunpodRunStatus, at
       attempt.retryAfter = retryAfterRefusal(obs, 'spend-limit', undefined, spend).toISOString();
       status.waitingSince ??= obs.now.toISOString();
       phase(ctx, 'Pending', 'SpendLimitReached', `Runpod refused pod ${attempt.name} under the account spend limit (${headroom(spend)}); waiting for running pods to free room`);
+      return;
+    }
+    case 'room-taken': {
+      attempt.retryAfter = new Date(obs.now.getTime() + spendRetrySpacingMs).toISOString();
+      phase(ctx, 'Pending', 'SpendLimitReached', `the room under the account spend limit is claimed by another run's create (${headroom(obs.spend)}); pod ${attempt.name} waits, trying again at ${attempt.retryAfter}`);
       return;
     }
     case 'failed':

@@ -189,7 +189,7 @@ export class RunReconciler {
       resultLocation: location, s3,
       evidence: this.#evidence,
       refreshPods: () => account?.observer.refreshSoon(),
-      signal: call.signal, progress: call.progress, metrics: this.#options.metrics, transfers: call.transfers,
+      signal: call.signal, progress: call.progress, metrics: this.#options.metrics, transfers: call.transfers, spendRoom: account?.spendRoom,
       buildCreateRequest: (attemptName, attemptNumber, gpuType) => {
         if (!spec || !sshKeys) throw new Error('cannot create a pod without a valid spec and SSH keys');
         return buildCreatePodRequest({

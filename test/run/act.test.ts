@@ -12,6 +12,7 @@ import type { Action, Observation } from '../../src/run/model.ts';
 import type { PodBackend } from '../../src/run/pod-backend.ts';
 import type { RunApi } from '../../src/run/run-api.ts';
 import { RunEvidence } from '../../src/run/run-evidence.ts';
+import { SpendRoom } from '../../src/run/spend-room.ts';
 import type { GpuTypeOffer } from '../../src/runpod/catalog.ts';
 import { RunpodError, type RunpodErrorKind } from '../../src/runpod/index.ts';
 import { podSchema } from '../../src/runpod/schemas.ts';
@@ -147,6 +148,37 @@ test('createPod: spend-limit records the account limit and the pod\'s price as e
   assert.equal(status.waitingSince, t0.toISOString());
   assert.deepEqual(h.evidence.spend('uid-1'), { limitUsdPerHour: 10, podUsdPerHour: 0.69 });
   assert.match(status.message ?? '', /account spend limit \$10\.00\/h, this pod needs \$0\.69\/h/);
+});
+
+test('createPod: of the runs resending under the spend limit into room for one pod, one sends; the others wait without a call', async () => {
+  // Every run saw the same list: room for one more 0.69 USD/h pod under 1.8 USD/h.
+  const room = new SpendRoom();
+  const waiting = (): RunpodRunStatus => {
+    const status = beforeCreate();
+    Object.assign(status.attempts![0]!, { outcome: 'SpendLimited', retryAfter: t0.toISOString() });
+    return status;
+  };
+  const spend = { limitUsdPerHour: 1.8, runningUsdPerHour: 0.69, podUsdPerHour: 0.69 };
+  const posts: string[] = [];
+  const runs = ['uid-1', 'uid-2', 'uid-3'].map((uid) => {
+    const h = harness({
+      status: waiting(), obs: { spend, pods: { listedAt: t0, items: [] } }, ctx: { spendRoom: room },
+      pods: { createPod: () => { posts.push(uid); return Promise.reject(refusal('spend-limit')); }, spendLimitUsdPerHour: () => Promise.resolve(1.8), catalog: () => Promise.resolve([offer('A', 0.69)]) },
+    });
+    (h.ctx.run.metadata as { uid: string }).uid = uid;
+    return h;
+  });
+  const [first, ...others] = await Promise.all(runs.map((h) => act(createAction, h.ctx)));
+  assert.deepEqual(posts, ['uid-1'], 'one create went out, not one per waiting run');
+  assert.equal(first?.attempts?.[0]?.outcome, 'SpendLimited');
+  for (const status of others) {
+    assert.equal(status?.attempts?.[0]?.outcome, 'SpendLimited');
+    assert.equal(status?.reason, 'SpendLimitReached');
+    assert.match(status?.message ?? '', /the room under the account spend limit is claimed by another run's create/);
+    assert.equal(status?.attempts?.[0]?.retryAfter, new Date(t0.getTime() + 10_000).toISOString());
+  }
+  // The first was refused: its claim is given back, and the next resend of another run may go.
+  assert.equal(room.claim('uid-2', spend, t0, t0), true);
 });
 
 test('createPod: spend-limit with neither figure readable still waits, blind', async () => {
