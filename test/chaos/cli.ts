@@ -3,7 +3,7 @@
 //   --runs N          runs to apply (default 30)       --seed S        schedule seed (default 1)
 //   --faults N        faults (default: one per run)    --kills N       controller kills (default: runs / 5)
 //   --only-faults a,b fault generators to draw from    --windows a,b   kill windows to cycle through
-//   --stock N         GPUs of stock (default 5)        --settle S      seconds every run gets to end (default 600)
+//   --stock N         GPUs of stock (default 5)        --settle S      seconds without a run ending before the wait for the rest stops (default 600; 3x in all)
 //   --hold-kept B     before deleting, wait for kept pods' deadline + margin (default true)
 //   --conditions C    drawn (default: list lag, boot statuses, spend limit, pod-key refusals drawn from the seed) or plain
 //   --work-dir DIR    where logs, results and report.json go (default: a temp directory)

@@ -141,13 +141,19 @@ export async function runSession(options: SessionOptions): Promise<SessionReport
     })();
     await Promise.all([...applies, injections, kills]);
     controller.assertNoUnexpectedExit();
-    say(`schedule played out at ${Math.round(elapsed() / 1000)}s; waiting up to ${options.settleTimeoutMs / 1000}s for every run to end`);
+    say(`schedule played out at ${Math.round(elapsed() / 1000)}s; waiting for every run to end, until none has for ${options.settleTimeoutMs / 1000}s (at most ${3 * options.settleTimeoutMs / 1000}s)`);
 
-    const settleUntil = Date.now() + options.settleTimeoutMs;
-    while (Date.now() < settleUntil) {
+    // The window starts again whenever a run ends: runs queued behind a tight spend limit while others
+    // finish are waiting their turn, not stuck. A run stuck for a whole window still counts.
+    const settleEnd = Date.now() + 3 * options.settleTimeoutMs;
+    let settleUntil = Date.now() + options.settleTimeoutMs;
+    let openBefore = Infinity;
+    while (Date.now() < Math.min(settleUntil, settleEnd)) {
       await runs.refresh().catch(() => undefined);
       const open = [...runs.entries.values()].filter((e) => !e.gone && !(isTerminalPhase(e.latest) && !e.deleteRequested));
       if (open.length === 0) break;
+      if (open.length < openBefore) settleUntil = Date.now() + options.settleTimeoutMs;
+      openBefore = open.length;
       controller.assertNoUnexpectedExit();
       await sleep(2000);
     }
