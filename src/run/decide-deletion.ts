@@ -1,7 +1,7 @@
 // Deleting pods: the run's own deletion (finalizer), what may bill after the end, strays, and the
 // confirmation that a deleted pod is gone (spaced 404s and a newer list), never absence alone.
 import type { Deletion, Observation } from './model.ts';
-import type { RunpodRunStatus } from '../api/status.ts';
+import type { Reason, RunpodRunStatus } from '../api/status.ts';
 import { skipCleanupAnnotation } from '../api/runpodrun.ts';
 import type { RunpodRunSpec } from '../api/spec.ts';
 import { done, everCreated, markCurrentPodForDeletion, step, wait, type Context, type Step } from './decide-step.ts';
@@ -64,19 +64,23 @@ export function afterTheEnd(ctx: Context): Step {
 
 /**
  * keepPod keeps a pod after its job ended until the run is deleted, cancel is set, or its deadline
- * (+ margin) or cost cap passes: both are absolute, as on the pod (DESIGN.md §1). Says why when not.
+ * (+ margin) or cost cap passes: both are absolute, as on the pod (DESIGN.md §1). Not once it stopped:
+ * nobody can use a stopped pod, its disk still bills, and its watchdog went with its container, so
+ * nothing on the pod would guard its deadline any more. Says why when not.
  */
 function stillKept(ctx: Context, spec: RunpodRunSpec): boolean {
   const { obs, status } = ctx;
   const pod = status.pod;
   if (!pod?.id || pod.state === 'Deleted' || pod.state === 'Deleting') return true;
   const cap = spec.limits.maxCostUsd;
-  const why = spec.cancel ? 'spec.cancel is set'
-    : obs.now.getTime() > Date.parse(pod.deadline ?? '') + obs.settings.deadlineMarginMs ? 'its deadline (spec.limits.maxRuntimeSeconds) passed'
-      : cap !== undefined && Number(status.estimatedCostUsd ?? 0) >= Number(cap) ? `the estimated spend reached spec.limits.maxCostUsd (${cap})`
-        : undefined;
-  if (!why) return true;
-  ctx.events.push({ type: 'Normal', reason: spec.cancel ? 'Cancelled' : why.startsWith('its deadline') ? 'DeadlineExceeded' : 'CostCapReached', note: `pod ${pod.name ?? ''} was kept (keepPod) and is deleted now: ${why}` });
+  const listed = obs.pods?.items.find((item) => item.id === pod.id)?.status;
+  const [reason, why]: [Reason, string] | [] = spec.cancel ? ['Cancelled', 'spec.cancel is set']
+    : listed === 'EXITED' || listed === 'ERROR' ? ['PodLost', `it went ${listed} (a stopped pod cannot be used, its disk bills, and nothing on it guards its deadline)`]
+      : obs.now.getTime() > Date.parse(pod.deadline ?? '') + obs.settings.deadlineMarginMs ? ['DeadlineExceeded', 'its deadline (spec.limits.maxRuntimeSeconds) passed']
+        : cap !== undefined && Number(status.estimatedCostUsd ?? 0) >= Number(cap) ? ['CostCapReached', `the estimated spend reached spec.limits.maxCostUsd (${cap})`]
+          : [];
+  if (!reason) return true;
+  ctx.events.push({ type: reason === 'PodLost' ? 'Warning' : 'Normal', reason, note: `pod ${pod.name ?? ''} was kept (keepPod) and is deleted now: ${why}` });
   return false;
 }
 

@@ -63,6 +63,20 @@ describe('keepPod: the deadline is absolute for every pod (item 3)', () => {
     assert.deepEqual(d.action, { type: 'deletePod', podId: 'p1' });
   });
 
+  test('a kept pod of a finished run that stops (EXITED or ERROR) is deleted at once: its watchdog went with its container', () => {
+    // Chaos seed 32: a kept pod went EXITED; nothing on it guarded its deadline, and the controller was down
+    // at deadline + margin: it billed 21 s past its deadline.
+    const kept = spec({ keepPod: true });
+    const ended = keptAfterSuccess();
+    for (const status of ['EXITED', 'ERROR']) {
+      const d = decide(observe(200, ended, { spec: kept }, [pod({ status })]));
+      assert.deepEqual(d.action, { type: 'deletePod', podId: 'p1' }, status);
+      assert.equal(d.status.phase, 'Succeeded', 'the run\'s outcome stays');
+      assert.ok(d.events.some((e) => e.reason === 'PodLost' && new RegExp(`kept \\(keepPod\\) and is deleted now: it went ${status}`).test(e.note)), JSON.stringify(d.events));
+    }
+    assert.deepEqual(decide(observe(200, ended, { spec: kept }, [pod({ status: 'RUNNING' })])).action, { type: 'none' }, 'a running kept pod stays');
+  });
+
   test('a kept pod with a running job is deleted at the cost cap like any other', () => {
     const capped = spec({ keepPod: true }, { maxRuntimeSeconds: 86_400, maxCostUsd: '0.05' });
     const d = decide(observe(400, readyStatus(2, capped), { spec: capped, podState: state({ keep: true }, { status: 'running', startedAt: unixAt(10) }) }));
