@@ -1,22 +1,25 @@
 // Carries out the one step decide() chose. Each step is a single call (Runpod through the pod
 // backend, SSH through the job host, or the API server); what it learned is applied to the status by
-// the pure apply*Outcome functions.
+// the pure apply*Outcome functions. The create, the step with the most outcomes, is create-pod.ts.
 import type { RunpodRun } from '../api/runpodrun.ts';
 import type { RunpodRunSpec } from '../api/spec.ts';
 import type { RunpodRunStatus } from '../api/status.ts';
 import { registerSecret } from '../log.ts';
-import { isRunpodError, podPricePerHour, rankGpuTypes, type CreatePodRequest, type Pod } from '../runpod/index.ts';
+import { rankGpuTypes, type CreatePodRequest } from '../runpod/index.ts';
 import { generateRunKeys, HostKeyMismatchError, isNotReadyYet, protectPrivateKey, type SshConnection } from '../ssh/index.ts';
-import { applyCreateOutcome, applyProbeOutcome, type CreateOutcome, type ProbeOutcome } from './decide.ts';
+import { applyProbeOutcome, type ProbeOutcome } from './decide.ts';
 import type { JobInputs } from './job-inputs.ts';
 import { noConnectionMessage, type JobHost } from './job-host.ts';
-import type { Action, Observation, PodView, SpendFacts } from './model.ts';
+import type { Action, Observation } from './model.ts';
 import type { PodBackend } from './pod-backend.ts';
 import { abortRetrievalBeforeDelete, retrieve, type RetrievalPool } from './retrieval.ts';
 import type { RunApi, SshSecret } from './run-api.ts';
 import type { RunEvidence } from './run-evidence.ts';
 import type { S3StoreSettings } from '../results/s3-store.ts';
+import { createPod } from './create-pod.ts';
 import type { SpendRoom } from './spend-room.ts';
+
+export { podView } from './create-pod.ts';
 
 export interface ActContext {
   run: RunpodRun;
@@ -81,7 +84,7 @@ export async function act(action: Action, ctx: ActContext): Promise<RunpodRunSta
       await readCatalog(ctx);
       return undefined;
     case 'createPod':
-      return createPod(ctx, action.attemptName, action.attemptNumber, action.gpuType);
+      return createPod(ctx, requireAccount(ctx), action.attemptName, action.attemptNumber, action.gpuType);
     case 'probeSsh':
       return probeSsh(ctx, action.host, action.port);
     case 'deletePod':
@@ -134,86 +137,6 @@ async function readCatalog(ctx: ActContext): Promise<void> {
   // (their refusals, rounds with backoff) instead of failing on a snapshot of stock.
   if (ranked.length === 0) ranked = rankGpuTypes(offers, { ...criteria, includeOutOfStock: true }).slice(0, outOfStockCandidates);
   ctx.evidence.recordCatalog(ctx.run.metadata.uid, ranked.map((offer) => ({ gpuType: offer.id })));
-}
-
-async function createPod(ctx: ActContext, attemptName: string, attemptNumber: number, gpuType: string): Promise<RunpodRunStatus> {
-  const { pods } = requireAccount(ctx);
-  const status = structuredClone(ctx.run.status ?? {});
-  const uid = ctx.run.metadata.uid;
-  if (!claimSpendRoom(ctx, attemptName)) {
-    applyCreateOutcome(ctx.obs, status, attemptName, { kind: 'room-taken' });
-    return status;
-  }
-  let outcome: CreateOutcome;
-  try {
-    const pod = await pods.createPod(ctx.buildCreateRequest(attemptName, attemptNumber, gpuType), ctx.signal);
-    outcome = { kind: 'created', pod: podView(pod) };
-  } catch (error) {
-    outcome = createFailure(error, ctx.now());
-  }
-  if (outcome.kind === 'spend-limit') {
-    const spend = await spendFigures(ctx, gpuType);
-    ctx.evidence.recordSpend(ctx.run.metadata.uid, spend);
-    outcome = { ...outcome, spend };
-  }
-  // Nothing of a refused create bills: the room it claimed is another run's to take.
-  if (outcome.kind !== 'created' && outcome.kind !== 'ambiguous') ctx.spendRoom?.release(uid);
-  ctx.refreshPods();
-  applyCreateOutcome(ctx.obs, status, attemptName, outcome);
-  return status;
-}
-
-/**
- * A resend under the spend limit goes out only with a claim on the room the last list shows, so that
- * of the runs that see room for one pod one sends its create; the others wait (spend-room.ts). True
- * for every other create, and when a figure is unknown (the blind wait's own spacing applies).
- */
-function claimSpendRoom(ctx: ActContext, attemptName: string): boolean {
-  const { spend, pods } = ctx.obs;
-  const attempt = ctx.run.status?.attempts?.find((a) => a.name === attemptName);
-  if (!ctx.spendRoom || attempt?.outcome !== 'SpendLimited' || !pods) return true;
-  const { limitUsdPerHour, runningUsdPerHour, podUsdPerHour } = spend ?? {};
-  if (limitUsdPerHour === undefined || runningUsdPerHour === undefined || podUsdPerHour === undefined) return true;
-  return ctx.spendRoom.claim(ctx.run.metadata.uid, { limitUsdPerHour, runningUsdPerHour, podUsdPerHour }, pods.listedAt, ctx.now());
-}
-
-function createFailure(error: unknown, lostAt: Date): CreateOutcome {
-  if (!isRunpodError(error)) return { kind: 'ambiguous', message: 'the create call failed in an unexpected way', lostAt };
-  const message = error.message;
-  switch (error.kind) {
-    case 'capacity': return { kind: 'capacity', message };
-    case 'balance': return { kind: 'failed', reason: 'InsufficientBalance', message };
-    case 'invalid': return { kind: 'failed', reason: 'InvalidSpec', message };
-    case 'unauthorized': return { kind: 'failed', reason: 'CredentialsRejected', message };
-    // A 403 about the key itself (a scope it lacks): no GPU type and no retry will do better.
-    case 'forbidden': return { kind: 'failed', reason: 'CredentialsInsufficient', message: `the Runpod API key may not create pods: ${message}` };
-    // Refused before anything was done: nothing exists, the same attempt is sent again later.
-    case 'rate-limited': return { kind: 'rate-limited', message, retryAfterMs: error.retryAfterMs };
-    case 'spend-limit': return { kind: 'spend-limit', message };
-    default: return { kind: 'ambiguous', message, lostAt };
-  }
-}
-
-/**
- * What the spend-limit wait is judged by: the account's limit (GET /v2/account/limits, needs the
- * account:read scope) and the refused pod's list price (the catalog). Either may stay unknown.
- */
-async function spendFigures(ctx: ActContext, gpuType: string): Promise<SpendFacts> {
-  const { pods, spec } = requireAccount(ctx);
-  const facts: SpendFacts = {};
-  try {
-    facts.limitUsdPerHour = await pods.spendLimitUsdPerHour();
-  } catch {
-    // Unknown: the wait retries blind, more slowly.
-  }
-  try {
-    const offer = (await pods.catalog({ cloud: spec.cloud, gpuCount: spec.gpu.count })).find((o) => o.id === gpuType);
-    const price = offer ? podPricePerHour(offer, spec.cloud, spec.gpu.count) : null;
-    if (price !== null) facts.podUsdPerHour = price;
-  } catch {
-    // Unknown as well.
-  }
-  return facts;
 }
 
 /**
@@ -278,22 +201,6 @@ function requireClient(ctx: ActContext): { pods: PodBackend } {
 function requireAccount(ctx: ActContext): { pods: PodBackend; spec: RunpodRunSpec } {
   if (!ctx.spec) throw new Error('the run has no valid spec');
   return { ...requireClient(ctx), spec: ctx.spec };
-}
-
-/** The few fields of a Runpod pod that decide() reads. */
-export function podView(pod: Pod): PodView {
-  const direct = pod.ssh?.direct;
-  return {
-    id: pod.id,
-    name: pod.name,
-    status: pod.status,
-    gpuType: pod.gpu?.id,
-    gpuCount: pod.gpu?.count ?? undefined,
-    dataCenterId: pod.dataCenterId ?? undefined,
-    costPerHour: pod.cost ?? undefined,
-    createdAt: pod.createdAt ?? undefined,
-    ssh: direct ? { host: direct.host, port: direct.port } : undefined,
-  };
 }
 
 /** Keys read from the owned Secret join the redaction set before anything could log them. */

@@ -1,0 +1,108 @@
+// The createPod step: the request goes out (unless a resend under the spend limit finds the room it
+// would take claimed by another run), and what Runpod answered becomes a CreateOutcome for
+// applyCreateOutcome: created, refused (capacity, rate limit, spend limit, a failure) or ambiguous.
+import type { RunpodRunSpec } from '../api/spec.ts';
+import type { RunpodRunStatus } from '../api/status.ts';
+import { isRunpodError, podPricePerHour, type Pod } from '../runpod/index.ts';
+import type { ActContext } from './act.ts';
+import { applyCreateOutcome, type CreateOutcome } from './decide.ts';
+import type { PodView, SpendFacts } from './model.ts';
+import type { PodBackend } from './pod-backend.ts';
+
+/** The run's Runpod side and valid spec, which a create needs. */
+interface Account { pods: PodBackend; spec: RunpodRunSpec }
+
+export async function createPod(ctx: ActContext, account: Account, attemptName: string, attemptNumber: number, gpuType: string): Promise<RunpodRunStatus> {
+  const { pods } = account;
+  const status = structuredClone(ctx.run.status ?? {});
+  const uid = ctx.run.metadata.uid;
+  if (!claimSpendRoom(ctx, attemptName)) {
+    applyCreateOutcome(ctx.obs, status, attemptName, { kind: 'room-taken' });
+    return status;
+  }
+  let outcome: CreateOutcome;
+  try {
+    const pod = await pods.createPod(ctx.buildCreateRequest(attemptName, attemptNumber, gpuType), ctx.signal);
+    outcome = { kind: 'created', pod: podView(pod) };
+  } catch (error) {
+    outcome = createFailure(error, ctx.now());
+  }
+  if (outcome.kind === 'spend-limit') {
+    const spend = await spendFigures(account, gpuType);
+    ctx.evidence.recordSpend(ctx.run.metadata.uid, spend);
+    outcome = { ...outcome, spend };
+  }
+  // Nothing of a refused create bills: the room it claimed is another run's to take.
+  if (outcome.kind !== 'created' && outcome.kind !== 'ambiguous') ctx.spendRoom?.release(uid);
+  ctx.refreshPods();
+  applyCreateOutcome(ctx.obs, status, attemptName, outcome);
+  return status;
+}
+
+/**
+ * A resend under the spend limit goes out only with a claim on the room the last list shows, so that
+ * of the runs that see room for one pod one sends its create; the others wait (spend-room.ts). True
+ * for every other create, and when a figure is unknown (the blind wait's own spacing applies).
+ */
+function claimSpendRoom(ctx: ActContext, attemptName: string): boolean {
+  const { spend, pods } = ctx.obs;
+  const attempt = ctx.run.status?.attempts?.find((a) => a.name === attemptName);
+  if (!ctx.spendRoom || attempt?.outcome !== 'SpendLimited' || !pods) return true;
+  const { limitUsdPerHour, runningUsdPerHour, podUsdPerHour } = spend ?? {};
+  if (limitUsdPerHour === undefined || runningUsdPerHour === undefined || podUsdPerHour === undefined) return true;
+  return ctx.spendRoom.claim(ctx.run.metadata.uid, { limitUsdPerHour, runningUsdPerHour, podUsdPerHour }, pods.listedAt, ctx.now());
+}
+
+function createFailure(error: unknown, lostAt: Date): CreateOutcome {
+  if (!isRunpodError(error)) return { kind: 'ambiguous', message: 'the create call failed in an unexpected way', lostAt };
+  const message = error.message;
+  switch (error.kind) {
+    case 'capacity': return { kind: 'capacity', message };
+    case 'balance': return { kind: 'failed', reason: 'InsufficientBalance', message };
+    case 'invalid': return { kind: 'failed', reason: 'InvalidSpec', message };
+    case 'unauthorized': return { kind: 'failed', reason: 'CredentialsRejected', message };
+    // A 403 about the key itself (a scope it lacks): no GPU type and no retry will do better.
+    case 'forbidden': return { kind: 'failed', reason: 'CredentialsInsufficient', message: `the Runpod API key may not create pods: ${message}` };
+    // Refused before anything was done: nothing exists, the same attempt is sent again later.
+    case 'rate-limited': return { kind: 'rate-limited', message, retryAfterMs: error.retryAfterMs };
+    case 'spend-limit': return { kind: 'spend-limit', message };
+    default: return { kind: 'ambiguous', message, lostAt };
+  }
+}
+
+/**
+ * What the spend-limit wait is judged by: the account's limit (GET /v2/account/limits, needs the
+ * account:read scope) and the refused pod's list price (the catalog). Either may stay unknown.
+ */
+async function spendFigures({ pods, spec }: Account, gpuType: string): Promise<SpendFacts> {
+  const facts: SpendFacts = {};
+  try {
+    facts.limitUsdPerHour = await pods.spendLimitUsdPerHour();
+  } catch {
+    // Unknown: the wait retries blind, more slowly.
+  }
+  try {
+    const offer = (await pods.catalog({ cloud: spec.cloud, gpuCount: spec.gpu.count })).find((o) => o.id === gpuType);
+    const price = offer ? podPricePerHour(offer, spec.cloud, spec.gpu.count) : null;
+    if (price !== null) facts.podUsdPerHour = price;
+  } catch {
+    // Unknown as well.
+  }
+  return facts;
+}
+
+/** The few fields of a Runpod pod that decide() reads. */
+export function podView(pod: Pod): PodView {
+  const direct = pod.ssh?.direct;
+  return {
+    id: pod.id,
+    name: pod.name,
+    status: pod.status,
+    gpuType: pod.gpu?.id,
+    gpuCount: pod.gpu?.count ?? undefined,
+    dataCenterId: pod.dataCenterId ?? undefined,
+    costPerHour: pod.cost ?? undefined,
+    createdAt: pod.createdAt ?? undefined,
+    ssh: direct ? { host: direct.host, port: direct.port } : undefined,
+  };
+}
