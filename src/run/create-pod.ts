@@ -46,8 +46,9 @@ export async function createPod(ctx: ActContext, account: Account, attemptName: 
  */
 function claimSpendRoom(ctx: ActContext, attemptName: string): boolean {
   const { spend, pods } = ctx.obs;
-  const attempt = ctx.run.status?.attempts?.find((a) => a.name === attemptName);
-  if (!ctx.spendRoom || attempt?.outcome !== 'SpendLimited' || !pods) return true;
+  // decide() sends a refused attempt again as Pending; the run's reason stays until the answer.
+  const resend = ctx.run.status?.reason === 'SpendLimitReached' && ctx.run.status.attempts?.some((a) => a.name === attemptName);
+  if (!ctx.spendRoom || !resend || !pods) return true;
   const { limitUsdPerHour, runningUsdPerHour, podUsdPerHour } = spend ?? {};
   if (limitUsdPerHour === undefined || runningUsdPerHour === undefined || podUsdPerHour === undefined) return true;
   return ctx.spendRoom.claim(ctx.run.metadata.uid, { limitUsdPerHour, runningUsdPerHour, podUsdPerHour }, pods.listedAt, ctx.now());

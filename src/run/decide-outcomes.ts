@@ -61,6 +61,8 @@ export function applyCreateOutcome(obs: Observation, status: RunpodRunStatus, at
       return;
     }
     case 'room-taken': {
+      // Back to waiting as it was: nothing was sent, the last refusal still stands.
+      attempt.outcome = 'SpendLimited';
       attempt.retryAfter = new Date(obs.now.getTime() + spendRetrySpacingMs).toISOString();
       phase(ctx, 'Pending', 'SpendLimitReached', `the room under the account spend limit is claimed by another run's create (${headroom(obs.spend)}); pod ${attempt.name} waits, trying again at ${attempt.retryAfter}`);
       return;

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import type { RunpodRun } from '../../src/api/runpodrun.ts';
 import type { RunpodRunStatus } from '../../src/api/status.ts';
 import { act, type ActContext } from '../../src/run/act.ts';
-import { decide } from '../../src/run/decide.ts';
+import { applyCreateOutcome, decide } from '../../src/run/decide.ts';
 import type { JobHost } from '../../src/run/job-host.ts';
 import type { Action, Observation } from '../../src/run/model.ts';
 import type { PodBackend } from '../../src/run/pod-backend.ts';
@@ -151,18 +151,20 @@ test('createPod: spend-limit records the account limit and the pod\'s price as e
 });
 
 test('createPod: of the runs resending under the spend limit into room for one pod, one sends; the others wait without a call', async () => {
-  // Every run saw the same list: room for one more 0.69 USD/h pod under 1.8 USD/h.
+  // Every run saw the same list: room for one more 0.69 USD/h pod under 1.8 USD/h. Each resends as
+  // decide() has it: the refused attempt back to Pending (the reason stays), then the create.
   const room = new SpendRoom();
-  const waiting = (): RunpodRunStatus => {
-    const status = beforeCreate();
-    Object.assign(status.attempts![0]!, { outcome: 'SpendLimited', retryAfter: t0.toISOString() });
-    return status;
-  };
   const spend = { limitUsdPerHour: 1.8, runningUsdPerHour: 0.69, podUsdPerHour: 0.69 };
+  const listed = { spend, pods: { listedAt: at(11), items: [] }, now: at(11) };
+  const refused = beforeCreate();
+  applyCreateOutcome(observe({ spend }), refused, 'r-1', { kind: 'spend-limit', message: 'over the spend limit', spend });
+  const resend = decide(observe(listed, refused));
+  assert.deepEqual(resend.action, createAction);
+  assert.equal(resend.status.attempts?.[0]?.outcome, 'Pending');
   const posts: string[] = [];
   const runs = ['uid-1', 'uid-2', 'uid-3'].map((uid) => {
     const h = harness({
-      status: waiting(), obs: { spend, pods: { listedAt: t0, items: [] } }, ctx: { spendRoom: room },
+      status: structuredClone(resend.status), obs: listed, ctx: { spendRoom: room },
       pods: { createPod: () => { posts.push(uid); return Promise.reject(refusal('spend-limit')); }, spendLimitUsdPerHour: () => Promise.resolve(1.8), catalog: () => Promise.resolve([offer('A', 0.69)]) },
     });
     (h.ctx.run.metadata as { uid: string }).uid = uid;
@@ -175,10 +177,10 @@ test('createPod: of the runs resending under the spend limit into room for one p
     assert.equal(status?.attempts?.[0]?.outcome, 'SpendLimited');
     assert.equal(status?.reason, 'SpendLimitReached');
     assert.match(status?.message ?? '', /the room under the account spend limit is claimed by another run's create/);
-    assert.equal(status?.attempts?.[0]?.retryAfter, new Date(t0.getTime() + 10_000).toISOString());
+    assert.equal(status?.attempts?.[0]?.retryAfter, new Date(at(11).getTime() + 10_000).toISOString());
   }
   // The first was refused: its claim is given back, and the next resend of another run may go.
-  assert.equal(room.claim('uid-2', spend, t0, t0), true);
+  assert.equal(room.claim('uid-2', spend, at(11), at(12)), true);
 });
 
 test('createPod: spend-limit with neither figure readable still waits, blind', async () => {
