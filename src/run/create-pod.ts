@@ -32,8 +32,10 @@ export async function createPod(ctx: ActContext, account: Account, attemptName: 
     ctx.evidence.recordSpend(ctx.run.metadata.uid, spend);
     outcome = { ...outcome, spend };
   }
-  // Nothing of a refused create bills: the room it claimed is another run's to take.
-  if (outcome.kind !== 'created' && outcome.kind !== 'ambiguous') ctx.spendRoom?.release(uid);
+  // Nothing of a refused create bills: the room it claimed is another run's to take (after a spend-limit
+  // refusal, once a list can show where the room really went).
+  if (outcome.kind === 'spend-limit') ctx.spendRoom?.refused(uid, ctx.now());
+  else if (outcome.kind !== 'created' && outcome.kind !== 'ambiguous') ctx.spendRoom?.release(uid);
   ctx.refreshPods();
   applyCreateOutcome(ctx.obs, status, attemptName, outcome);
   return status;

@@ -12,7 +12,7 @@ import type { Action, Observation } from '../../src/run/model.ts';
 import type { PodBackend } from '../../src/run/pod-backend.ts';
 import type { RunApi } from '../../src/run/run-api.ts';
 import { RunEvidence } from '../../src/run/run-evidence.ts';
-import { SpendRoom } from '../../src/run/spend-room.ts';
+import { SpendRoom, claimVisibleAfterMs } from '../../src/run/spend-room.ts';
 import type { GpuTypeOffer } from '../../src/runpod/catalog.ts';
 import { RunpodError, type RunpodErrorKind } from '../../src/runpod/index.ts';
 import { podSchema } from '../../src/runpod/schemas.ts';
@@ -179,8 +179,9 @@ test('createPod: of the runs resending under the spend limit into room for one p
     assert.match(status?.message ?? '', /the room under the account spend limit is claimed by another run's create/);
     assert.equal(status?.attempts?.[0]?.retryAfter, new Date(at(11).getTime() + 10_000).toISOString());
   }
-  // The first was refused: its claim is given back, and the next resend of another run may go.
-  assert.equal(room.claim('uid-2', spend, at(11), at(12)), true);
+  // The first was refused (at actedAt): the room that list showed is not believed again, one taken a while after is.
+  assert.equal(room.claim('uid-2', spend, at(11), at(12)), false);
+  assert.equal(room.claim('uid-2', spend, new Date(actedAt.getTime() + claimVisibleAfterMs), at(30)), true);
 });
 
 test('createPod: spend-limit with neither figure readable still waits, blind', async () => {

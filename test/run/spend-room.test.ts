@@ -34,3 +34,15 @@ void test('with room for two, two runs go', () => {
   const wide = { ...spend, limitUsdPerHour: 2.1 };
   assert.deepEqual(['a', 'b', 'c'].map((uid) => room.claim(uid, wide, at(0), at(1))), [true, true, false]);
 });
+
+void test('a refusal contradicts the room the lists show: no run claims it again before a list taken a while after the refusal', () => {
+  // Chaos seed 29 at N=30: a refused create gave its claim back and the next run claimed the same room
+  // at once, so the resends came one after another (35 refused a minute) instead of all at once.
+  const room = new SpendRoom();
+  assert.equal(room.claim('a', spend, at(0), at(1)), true);
+  room.refused('a', at(2));
+  assert.equal(room.claim('b', spend, at(0), at(3)), false, 'the list the refusal contradicts');
+  assert.equal(room.claim('b', spend, at(10), at(10)), false, 'a list that may still lag behind the refusal');
+  const fresh = at(2 + claimVisibleAfterMs / 1000);
+  assert.equal(room.claim('b', spend, fresh, fresh), true, 'a list taken long enough after it is believed again');
+});
