@@ -27,15 +27,16 @@ export async function createPod(ctx: ActContext, account: Account, attemptName: 
   } catch (error) {
     outcome = createFailure(error, ctx.now());
   }
-  if (outcome.kind === 'spend-limit') {
-    const spend = await spendFigures(account, gpuType);
-    ctx.evidence.recordSpend(ctx.run.metadata.uid, spend);
-    outcome = { ...outcome, spend };
-  }
   // Nothing of a refused create bills: the room it claimed is another run's to take (after a spend-limit
   // refusal, once a list can show where the room really went).
-  if (outcome.kind === 'spend-limit') ctx.spendRoom?.refused(uid, ctx.now());
-  else if (outcome.kind !== 'created' && outcome.kind !== 'ambiguous') ctx.spendRoom?.release(uid);
+  if (outcome.kind === 'spend-limit') {
+    const spend = await spendFigures(account, gpuType);
+    ctx.evidence.recordSpend(uid, spend);
+    outcome = { ...outcome, spend };
+    ctx.spendRoom?.refused(uid, ctx.now());
+  } else if (outcome.kind !== 'created' && outcome.kind !== 'ambiguous') {
+    ctx.spendRoom?.release(uid);
+  }
   ctx.refreshPods();
   applyCreateOutcome(ctx.obs, status, attemptName, outcome);
   return status;
