@@ -1,5 +1,5 @@
-// The createPod step: the request goes out (unless a resend under the spend limit finds the room it
-// would take claimed by another run), and what Runpod answered becomes a CreateOutcome for
+// The createPod step: the request goes out (unless, under the account spend limit, the room it would
+// take is claimed by another run or was refused lately), and what Runpod answered becomes a CreateOutcome for
 // applyCreateOutcome: created, refused (capacity, rate limit, spend limit, a failure) or ambiguous.
 import type { RunpodRunSpec } from '../api/spec.ts';
 import type { RunpodRunStatus } from '../api/status.ts';
@@ -8,6 +8,7 @@ import type { ActContext } from './act.ts';
 import { applyCreateOutcome, type CreateOutcome } from './decide.ts';
 import type { PodView, SpendFacts } from './model.ts';
 import type { PodBackend } from './pod-backend.ts';
+import type { SpendClaim } from './spend-room.ts';
 
 /** The run's Runpod side and valid spec, which a create needs. */
 interface Account { pods: PodBackend; spec: RunpodRunSpec }
@@ -16,8 +17,9 @@ export async function createPod(ctx: ActContext, account: Account, attemptName: 
   const { pods } = account;
   const status = structuredClone(ctx.run.status ?? {});
   const uid = ctx.run.metadata.uid;
-  if (!claimSpendRoom(ctx, attemptName)) {
-    applyCreateOutcome(ctx.obs, status, attemptName, { kind: 'room-taken' });
+  const claim = claimSpendRoom(ctx, attemptName);
+  if (claim !== 'granted') {
+    applyCreateOutcome(ctx.obs, status, attemptName, { kind: 'held-back', why: claim });
     return status;
   }
   let outcome: CreateOutcome;
@@ -43,18 +45,16 @@ export async function createPod(ctx: ActContext, account: Account, attemptName: 
 }
 
 /**
- * A resend under the spend limit goes out only with a claim on the room the last list shows, so that
- * of the runs that see room for one pod one sends its create; the others wait (spend-room.ts). True
- * for every other create, and when a figure is unknown (the blind wait's own spacing applies).
+ * Under the spend limit (this run was refused for it, or another run of the account was) a create goes
+ * out only with a claim on the room the last list shows, so that of the runs that see room for one pod
+ * one sends its create; the others wait (spend-room.ts). Every other create goes.
  */
-function claimSpendRoom(ctx: ActContext, attemptName: string): boolean {
-  const { spend, pods } = ctx.obs;
+function claimSpendRoom(ctx: ActContext, attemptName: string): SpendClaim {
+  const { spendRoom } = ctx;
   // decide() sends a refused attempt again as Pending; the run's reason stays until the answer.
   const resend = ctx.run.status?.reason === 'SpendLimitReached' && ctx.run.status.attempts?.some((a) => a.name === attemptName);
-  if (!ctx.spendRoom || !resend || !pods) return true;
-  const { limitUsdPerHour, runningUsdPerHour, podUsdPerHour } = spend ?? {};
-  if (limitUsdPerHour === undefined || runningUsdPerHour === undefined || podUsdPerHour === undefined) return true;
-  return ctx.spendRoom.claim(ctx.run.metadata.uid, { limitUsdPerHour, runningUsdPerHour, podUsdPerHour }, pods.listedAt, ctx.now());
+  if (!spendRoom || !(resend || spendRoom.limited)) return 'granted';
+  return spendRoom.claim(ctx.run.metadata.uid, ctx.obs.spend ?? {}, ctx.obs.pods?.listedAt, ctx.now());
 }
 
 function createFailure(error: unknown, lostAt: Date): CreateOutcome {

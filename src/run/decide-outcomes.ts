@@ -6,6 +6,7 @@ import { headroom, retryAfterRefusal, spendRetrySpacingMs } from './waiting.ts';
 import { fail, phase, type Context } from './decide-step.ts';
 import { retireCurrentPod } from './decide-cost.ts';
 import { podStatusFrom } from './decide-provisioning.ts';
+import type { SpendClaim } from './spend-room.ts';
 
 export type CreateOutcome =
   | { kind: 'created'; pod: PodView }
@@ -17,8 +18,14 @@ export type CreateOutcome =
   | { kind: 'rate-limited'; message: string; retryAfterMs?: number | undefined }
   /** The account spend limit: nothing was created; the run waits for room (figures as far as known). */
   | { kind: 'spend-limit'; message: string; spend?: SpendFacts | undefined }
-  /** A resend under the spend limit not sent: another run's create claimed the room the list shows. */
-  | { kind: 'room-taken' };
+  /** Not sent under the spend limit: the room the list shows is claimed by another run, or was refused lately. */
+  | { kind: 'held-back'; why: Exclude<SpendClaim, 'granted'> };
+
+const heldBack: Record<Exclude<SpendClaim, 'granted'>, string> = {
+  'refused-lately': 'Runpod refused a create of this account under its spend limit moments ago',
+  claimed: "the room under the account spend limit is claimed by another run's create",
+  'no-room': 'no room is left under the account spend limit',
+};
 
 export function applyCreateOutcome(obs: Observation, status: RunpodRunStatus, attemptName: string, outcome: CreateOutcome): void {
   const attempt = status.attempts?.find((a) => a.name === attemptName);
@@ -60,11 +67,14 @@ export function applyCreateOutcome(obs: Observation, status: RunpodRunStatus, at
       phase(ctx, 'Pending', 'SpendLimitReached', `Runpod refused pod ${attempt.name} under the account spend limit (${headroom(spend)}); waiting for running pods to free room`);
       return;
     }
-    case 'room-taken': {
-      // Back to waiting as it was: nothing was sent, the last refusal still stands.
+    case 'held-back': {
+      // Waiting as a refused attempt does (a resend keeps its refusal's message): nothing was sent.
+      const why = `${heldBack[outcome.why]} (${headroom(obs.spend)})`;
       attempt.outcome = 'SpendLimited';
+      attempt.message ??= why;
       attempt.retryAfter = new Date(obs.now.getTime() + spendRetrySpacingMs).toISOString();
-      phase(ctx, 'Pending', 'SpendLimitReached', `the room under the account spend limit is claimed by another run's create (${headroom(obs.spend)}); pod ${attempt.name} waits, trying again at ${attempt.retryAfter}`);
+      status.waitingSince ??= obs.now.toISOString();
+      phase(ctx, 'Pending', 'SpendLimitReached', `${why}; pod ${attempt.name} waits, trying again at ${attempt.retryAfter}`);
       return;
     }
     case 'failed':

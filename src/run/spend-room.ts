@@ -1,14 +1,19 @@
 // The room an account's spend limit leaves, shared by the runs waiting for it. Every waiting run reads
 // the same pod list: when it shows room for one pod, each of them would send its create, one would fit
 // and the rest be refused, every few seconds, each refusal followed by two more calls to learn the
-// figures (a create storm). A run about to resend claims the room first; while its claim stands, the
+// figures (a create storm). A run about to send claims the room first; while its claim stands, the
 // room it took is counted as spent, so the others wait without a call. A refusal says the lists' room
-// is not there: none is claimed again before a list taken a while after it. One per account, in
-// memory: the leader is the only process that creates.
+// is not there: none is claimed again before a list taken a while after it. A run whose figures are
+// unknown (a new run, or every waiting run after a restart: the figures live in memory) claims blind:
+// alone, as a probe, so that a restart or a queue of new runs sends one create, not one per run.
+// One per account, in memory: the leader is the only process that creates.
 import type { SpendFacts } from './model.ts';
 
 /** A list taken this long after a claim shows its pod if it was created (list lag, one poll), and counts its cost. */
 export const claimVisibleAfterMs = 20_000;
+
+/** granted: the create may go (the claim stands); otherwise why it waits. */
+export type SpendClaim = 'granted' | 'refused-lately' | 'claimed' | 'no-room';
 
 const cents = (value: number): number => Math.round(value * 100);
 
@@ -16,19 +21,32 @@ export class SpendRoom {
   readonly #claims = new Map<string, { usd: number; at: number }>();
   #refusedAt = Number.NEGATIVE_INFINITY;
 
+  /** Whether Runpod refused a create of this account under its spend limit (since this process started). */
+  get limited(): boolean {
+    return this.#refusedAt > Number.NEGATIVE_INFINITY;
+  }
+
   /**
-   * Claims room for run `uid`'s pod, judged from a pod list taken at `listedAt` and the claims that list
-   * cannot show yet; false (nothing claimed) when none is left.
+   * Claims room for run `uid`'s pod, judged from a pod list taken at `listedAt` (none yet: undefined)
+   * and the claims that list cannot show yet.
    */
-  claim(uid: string, spend: Required<SpendFacts>, listedAt: Date, now: Date): boolean {
-    for (const [other, claim] of this.#claims) if (other === uid || listedAt.getTime() >= claim.at + claimVisibleAfterMs) this.#claims.delete(other);
+  claim(uid: string, spend: SpendFacts, listedAt: Date | undefined, now: Date): SpendClaim {
+    const listed = listedAt?.getTime() ?? Number.NEGATIVE_INFINITY;
+    for (const [other, claim] of this.#claims) if (other === uid || listed >= claim.at + claimVisibleAfterMs) this.#claims.delete(other);
     // Runpod's refusal outweighs a list that may not show every pod yet: its room is believed again only
     // in a list taken long enough after the refusal.
-    if (listedAt.getTime() < this.#refusedAt + claimVisibleAfterMs) return false;
+    if (listed < this.#refusedAt + claimVisibleAfterMs) return 'refused-lately';
+    const { limitUsdPerHour, runningUsdPerHour, podUsdPerHour } = spend;
+    if (limitUsdPerHour === undefined || runningUsdPerHour === undefined || podUsdPerHour === undefined) {
+      // A blind claim may take any room: it goes alone, and nothing goes beside it.
+      if (this.#claims.size > 0) return 'claimed';
+      this.#claims.set(uid, { usd: Number.POSITIVE_INFINITY, at: now.getTime() });
+      return 'granted';
+    }
     const claimed = [...this.#claims.values()].reduce((sum, claim) => sum + claim.usd, 0);
-    if (cents(spend.runningUsdPerHour + claimed + spend.podUsdPerHour) > cents(spend.limitUsdPerHour)) return false;
-    this.#claims.set(uid, { usd: spend.podUsdPerHour, at: now.getTime() });
-    return true;
+    if (cents(runningUsdPerHour + claimed + podUsdPerHour) > cents(limitUsdPerHour)) return claimed > 0 ? 'claimed' : 'no-room';
+    this.#claims.set(uid, { usd: podUsdPerHour, at: now.getTime() });
+    return 'granted';
   }
 
   /** The create was refused or failed: nothing of the claim will bill. */

@@ -150,6 +150,29 @@ test('createPod: spend-limit records the account limit and the pod\'s price as e
   assert.match(status.message ?? '', /account spend limit \$10\.00\/h, this pod needs \$0\.69\/h/);
 });
 
+/** Three runs acting on the same status (each its own uid) with one spend room; the uids whose POST went out. */
+async function createsOfThree(status: RunpodRunStatus, obs: Partial<Observation>, room: SpendRoom, answeredAt = actedAt): Promise<{ posts: string[]; statuses: (RunpodRunStatus | undefined)[] }> {
+  const posts: string[] = [];
+  const runs = ['uid-1', 'uid-2', 'uid-3'].map((uid) => {
+    const h = harness({
+      status: structuredClone(status), obs, ctx: { spendRoom: room, now: () => answeredAt },
+      pods: { createPod: () => { posts.push(uid); return Promise.reject(refusal('spend-limit')); }, spendLimitUsdPerHour: () => Promise.resolve(1.8), catalog: () => Promise.resolve([offer('A', 0.69)]) },
+    });
+    (h.ctx.run.metadata as { uid: string }).uid = uid;
+    return h;
+  });
+  const statuses = await Promise.all(runs.map((h) => act(createAction, h.ctx)));
+  return { posts, statuses };
+}
+
+function assertHeldBack(status: RunpodRunStatus | undefined, why: RegExp, waitsFrom: Date): void {
+  assert.equal(status?.attempts?.[0]?.outcome, 'SpendLimited');
+  assert.equal(status?.phase, 'Pending');
+  assert.equal(status?.reason, 'SpendLimitReached');
+  assert.match(status?.message ?? '', why);
+  assert.equal(status?.attempts?.[0]?.retryAfter, new Date(waitsFrom.getTime() + 10_000).toISOString());
+}
+
 test('createPod: of the runs resending under the spend limit into room for one pod, one sends; the others wait without a call', async () => {
   // Every run saw the same list: room for one more 0.69 USD/h pod under 1.8 USD/h. Each resends as
   // decide() has it: the refused attempt back to Pending (the reason stays), then the create.
@@ -161,27 +184,39 @@ test('createPod: of the runs resending under the spend limit into room for one p
   const resend = decide(observe(listed, refused));
   assert.deepEqual(resend.action, createAction);
   assert.equal(resend.status.attempts?.[0]?.outcome, 'Pending');
-  const posts: string[] = [];
-  const runs = ['uid-1', 'uid-2', 'uid-3'].map((uid) => {
-    const h = harness({
-      status: structuredClone(resend.status), obs: listed, ctx: { spendRoom: room },
-      pods: { createPod: () => { posts.push(uid); return Promise.reject(refusal('spend-limit')); }, spendLimitUsdPerHour: () => Promise.resolve(1.8), catalog: () => Promise.resolve([offer('A', 0.69)]) },
-    });
-    (h.ctx.run.metadata as { uid: string }).uid = uid;
-    return h;
-  });
-  const [first, ...others] = await Promise.all(runs.map((h) => act(createAction, h.ctx)));
+  const { posts, statuses: [first, ...others] } = await createsOfThree(resend.status, listed, room);
   assert.deepEqual(posts, ['uid-1'], 'one create went out, not one per waiting run');
   assert.equal(first?.attempts?.[0]?.outcome, 'SpendLimited');
-  for (const status of others) {
-    assert.equal(status?.attempts?.[0]?.outcome, 'SpendLimited');
-    assert.equal(status?.reason, 'SpendLimitReached');
-    assert.match(status?.message ?? '', /the room under the account spend limit is claimed by another run's create/);
-    assert.equal(status?.attempts?.[0]?.retryAfter, new Date(at(11).getTime() + 10_000).toISOString());
-  }
+  for (const status of others) assertHeldBack(status, /the room under the account spend limit is claimed by another run's create/, at(11));
   // The first was refused (at actedAt): the room that list showed is not believed again, one taken a while after is.
-  assert.equal(room.claim('uid-2', spend, at(11), at(12)), false);
-  assert.equal(room.claim('uid-2', spend, new Date(actedAt.getTime() + claimVisibleAfterMs), at(30)), true);
+  assert.equal(room.claim('uid-2', spend, at(11), at(12)), 'refused-lately');
+  assert.equal(room.claim('uid-2', spend, new Date(actedAt.getTime() + claimVisibleAfterMs), at(30)), 'granted');
+});
+
+test('createPod: after a restart, the runs resending blind under the spend limit send one create, not one each', async () => {
+  // Chaos seed 29 at N=100 on 6ea4b76: the figures live in memory, so after each restart every waiting
+  // run resent blind at once: up to 59 refused creates within 10 s.
+  const refused = beforeCreate();
+  applyCreateOutcome(observe(), refused, 'r-1', { kind: 'spend-limit', message: 'over the spend limit' });
+  const restarted = { spend: { runningUsdPerHour: 0.69 }, pods: { listedAt: at(61), items: [] }, now: at(61) };
+  const resend = decide(observe(restarted, refused));
+  assert.deepEqual(resend.action, createAction);
+  const { posts, statuses: [, ...others] } = await createsOfThree(resend.status, restarted, new SpendRoom(), at(62));
+  assert.deepEqual(posts, ['uid-1'], 'one probe went out');
+  for (const status of others) assertHeldBack(status, /claimed by another run's create/, at(61));
+});
+
+test('createPod: a new run\'s create on an account refused lately waits without a call, as a refused run does', async () => {
+  const room = new SpendRoom();
+  room.refused('uid-0', at(-5));
+  const listed = { spend: { runningUsdPerHour: 1.38 }, pods: { listedAt: at(0), items: [] } };
+  const { posts, statuses } = await createsOfThree(beforeCreate(), listed, room);
+  assert.deepEqual(posts, [], 'no create went out');
+  for (const status of statuses) {
+    assertHeldBack(status, /Runpod refused a create of this account under its spend limit moments ago/, t0);
+    assert.equal(status?.waitingSince, t0.toISOString(), 'the queue timeout counts from here');
+    assert.match(status?.attempts?.[0]?.message ?? '', /refused a create of this account/);
+  }
 });
 
 test('createPod: spend-limit with neither figure readable still waits, blind', async () => {
