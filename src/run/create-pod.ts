@@ -45,7 +45,7 @@ export async function createPod(ctx: ActContext, account: Account, attemptName: 
 }
 
 /**
- * Under the spend limit (this run was refused for it, or another run of the account was) a create goes
+ * Under the spend limit (this run was refused for it, or another run of the account was lately) a create goes
  * out only with a claim on the room the last list shows, so that of the runs that see room for one pod
  * one sends its create; the others wait (spend-room.ts). Every other create goes.
  */
@@ -53,7 +53,7 @@ function claimSpendRoom(ctx: ActContext, attemptName: string): SpendClaim {
   const { spendRoom } = ctx;
   // decide() sends a refused attempt again as Pending; the run's reason stays until the answer.
   const resend = ctx.run.status?.reason === 'SpendLimitReached' && ctx.run.status.attempts?.some((a) => a.name === attemptName);
-  if (!spendRoom || !(resend || spendRoom.limited)) return 'granted';
+  if (!spendRoom || !(resend || spendRoom.limited(ctx.now()))) return 'granted';
   return spendRoom.claim(ctx.run.metadata.uid, ctx.obs.spend ?? {}, ctx.obs.pods?.listedAt, ctx.now());
 }
 

@@ -8,9 +8,13 @@
 // alone, as a probe, so that a restart or a queue of new runs sends one create, not one per run.
 // One per account, in memory: the leader is the only process that creates.
 import type { SpendFacts } from './model.ts';
+import { spendBlindRetryMs } from './waiting.ts';
 
 /** A list taken this long after a claim shows its pod if it was created (list lag, one poll), and counts its cost. */
 export const claimVisibleAfterMs = 20_000;
+
+/** A refusal this recent gates every create of the account: twice the blind resend spacing of waiting runs. */
+export const limitedForMs = 2 * spendBlindRetryMs;
 
 /** granted: the create may go (the claim stands); otherwise why it waits. */
 export type SpendClaim = 'granted' | 'refused-lately' | 'claimed' | 'no-room';
@@ -21,9 +25,12 @@ export class SpendRoom {
   readonly #claims = new Map<string, { usd: number; at: number }>();
   #refusedAt = Number.NEGATIVE_INFINITY;
 
-  /** Whether Runpod refused a create of this account under its spend limit (since this process started). */
-  get limited(): boolean {
-    return this.#refusedAt > Number.NEGATIVE_INFINITY;
+  /**
+   * Whether Runpod refused a create of this account under its spend limit lately: while runs wait for
+   * room, their resends keep this true; once none is refused, new runs' creates go ungated again.
+   */
+  limited(now: Date): boolean {
+    return now.getTime() < this.#refusedAt + limitedForMs;
   }
 
   /**

@@ -5,7 +5,7 @@
 // creates within 10 s of each restart, when every waiting run resent blind).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { SpendRoom, claimVisibleAfterMs } from '../../src/run/spend-room.ts';
+import { SpendRoom, claimVisibleAfterMs, limitedForMs } from '../../src/run/spend-room.ts';
 
 const t0 = Date.parse('2026-12-01T12:00:00Z');
 const at = (seconds: number): Date => new Date(t0 + seconds * 1000);
@@ -42,9 +42,10 @@ void test('a refusal contradicts the room the lists show: no run claims it again
   // at once, so the resends came one after another (35 refused a minute) instead of all at once.
   const room = new SpendRoom();
   assert.equal(room.claim('a', spend, at(0), at(1)), 'granted');
-  assert.equal(room.limited, false);
+  assert.equal(room.limited(at(2)), false);
   room.refused('a', at(2));
-  assert.equal(room.limited, true, 'the account is known to be at its limit');
+  assert.equal(room.limited(at(3)), true, 'the account is known to be at its limit');
+  assert.equal(room.limited(new Date(at(2).getTime() + limitedForMs)), false, 'until no create has been refused for a while');
   assert.equal(room.claim('b', spend, at(0), at(3)), 'refused-lately', 'the list the refusal contradicts');
   assert.equal(room.claim('b', spend, at(10), at(10)), 'refused-lately', 'a list that may still lag behind the refusal');
   const fresh = at(2 + claimVisibleAfterMs / 1000);
