@@ -6,9 +6,10 @@ import type { RunpodRunStatus } from '../api/status.ts';
 import { isRunpodError, podPricePerHour, type Pod } from '../runpod/index.ts';
 import type { ActContext } from './act.ts';
 import { applyCreateOutcome, type CreateOutcome } from './decide.ts';
+import type { HeldBack } from './decide-outcomes.ts';
 import type { PodView, SpendFacts } from './model.ts';
 import type { PodBackend } from './pod-backend.ts';
-import type { SpendClaim } from './spend-room.ts';
+import { spendPriceKey } from './spend-room.ts';
 
 /** The run's Runpod side and valid spec, which a create needs. */
 interface Account { pods: PodBackend; spec: RunpodRunSpec }
@@ -17,9 +18,9 @@ export async function createPod(ctx: ActContext, account: Account, attemptName: 
   const { pods } = account;
   const status = structuredClone(ctx.run.status ?? {});
   const uid = ctx.run.metadata.uid;
-  const claim = claimSpendRoom(ctx, attemptName);
-  if (claim !== 'granted') {
-    applyCreateOutcome(ctx.obs, status, attemptName, { kind: 'held-back', why: claim });
+  const heldBack = claimSpendRoom(ctx, account, attemptName, gpuType);
+  if (heldBack) {
+    applyCreateOutcome(ctx.obs, status, attemptName, heldBack);
     return status;
   }
   let outcome: CreateOutcome;
@@ -33,9 +34,8 @@ export async function createPod(ctx: ActContext, account: Account, attemptName: 
   // refusal, once a list can show where the room really went).
   if (outcome.kind === 'spend-limit') {
     const spend = await spendFigures(account, gpuType);
-    ctx.evidence.recordSpend(uid, spend);
     outcome = { ...outcome, spend };
-    ctx.spendRoom?.refused(uid, ctx.now());
+    ctx.spendRoom?.refused(uid, ctx.now(), priceKey(account.spec, gpuType), spend);
   } else if (outcome.kind !== 'created' && outcome.kind !== 'ambiguous') {
     ctx.spendRoom?.release(uid);
   }
@@ -45,17 +45,22 @@ export async function createPod(ctx: ActContext, account: Account, attemptName: 
 }
 
 /**
- * Under the spend limit (this run was refused for it, or another run of the account was lately) a create goes
- * out only with a claim on the room the last list shows, so that of the runs that see room for one pod
- * one sends its create; the others wait (spend-room.ts). Every other create goes.
+ * Under the spend limit (this run was refused for it, or another run of the account was lately) a create
+ * goes out only with a claim on the room the last list shows, so that of the runs that see room for one
+ * pod one sends its create; the others wait (spend-room.ts). Every other create goes (undefined).
  */
-function claimSpendRoom(ctx: ActContext, attemptName: string): SpendClaim {
+function claimSpendRoom(ctx: ActContext, { spec }: Account, attemptName: string, gpuType: string): HeldBack | undefined {
   const { spendRoom } = ctx;
   // decide() sends a refused attempt again as Pending; the run's reason stays until the answer.
   const resend = ctx.run.status?.reason === 'SpendLimitReached' && ctx.run.status.attempts?.some((a) => a.name === attemptName);
-  if (!spendRoom || !(resend || spendRoom.limited(ctx.now()))) return 'granted';
-  return spendRoom.claim(ctx.run.metadata.uid, ctx.obs.spend ?? {}, ctx.obs.pods?.listedAt, ctx.now());
+  if (!spendRoom || !(resend || spendRoom.limited(ctx.now()))) return undefined;
+  // What another run's refusal taught since this run was observed counts too.
+  const spend = { ...ctx.obs.spend, ...spendRoom.known(priceKey(spec, gpuType)) };
+  const claim = spendRoom.claim(ctx.run.metadata.uid, spend, ctx.obs.pods?.listedAt, ctx.now());
+  return claim === 'granted' ? undefined : { kind: 'held-back', why: claim, spend };
 }
+
+const priceKey = (spec: RunpodRunSpec, gpuType: string): string => spendPriceKey(gpuType, spec.cloud, spec.gpu.count);
 
 function createFailure(error: unknown, lostAt: Date): CreateOutcome {
   if (!isRunpodError(error)) return { kind: 'ambiguous', message: 'the create call failed in an unexpected way', lostAt };

@@ -18,8 +18,10 @@ export type CreateOutcome =
   | { kind: 'rate-limited'; message: string; retryAfterMs?: number | undefined }
   /** The account spend limit: nothing was created; the run waits for room (figures as far as known). */
   | { kind: 'spend-limit'; message: string; spend?: SpendFacts | undefined }
-  /** Not sent under the spend limit: the room the list shows is claimed by another run, or was refused lately. */
-  | { kind: 'held-back'; why: Exclude<SpendClaim, 'granted'> };
+  | HeldBack;
+
+/** Not sent under the spend limit: the room the list shows is claimed by another run, or was refused lately (figures as judged). */
+export interface HeldBack { kind: 'held-back'; why: Exclude<SpendClaim, 'granted'>; spend: SpendFacts }
 
 const heldBack: Record<Exclude<SpendClaim, 'granted'>, string> = {
   'refused-lately': 'Runpod refused a create of this account under its spend limit moments ago',
@@ -69,7 +71,7 @@ export function applyCreateOutcome(obs: Observation, status: RunpodRunStatus, at
     }
     case 'held-back': {
       // Waiting as a refused attempt does (a resend keeps its refusal's message): nothing was sent.
-      const why = `${heldBack[outcome.why]} (${headroom(obs.spend)})`;
+      const why = `${heldBack[outcome.why]} (${headroom(outcome.spend)})`;
       attempt.outcome = 'SpendLimited';
       attempt.message ??= why;
       attempt.retryAfter = new Date(obs.now.getTime() + spendRetrySpacingMs).toISOString();

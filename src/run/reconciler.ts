@@ -28,6 +28,7 @@ import { buildCreatePodRequest } from './pod-request.ts';
 import type { RetrievalPool } from './retrieval.ts';
 import { RunApi, type SshSecret } from './run-api.ts';
 import { RunEvidence } from './run-evidence.ts';
+import { spendPriceKey } from './spend-room.ts';
 
 export interface EventSink { record(run: RunpodRun, event: RunEvent): void }
 
@@ -155,7 +156,9 @@ export class RunReconciler {
     const adoptable = !transfer && status.job?.finishedAt && !status.results?.retrievedAt && !isTerminal(status.phase);
     const storedResults = !adoptable ? undefined : s3 ? await this.#committedInStore(run, s3, location)
       : await committedResults(location).then((found) => found && { files: found.files, bytes: found.bytes, location, verifiedAt: found.committedAt });
-    const learnedSpend = this.#evidence.spend(uid);
+    // The spend-limit figures for the pod the run would create (its last attempt's type), as the account's refusals taught them.
+    const waitingOn = status.attempts?.at(-1)?.gpuType;
+    const learnedSpend = account && spec && waitingOn ? account.spendRoom.known(spendPriceKey(waitingOn, spec.cloud, spec.gpu.count)) : undefined;
     const obs: Observation = {
       now,
       run: {

@@ -1,8 +1,8 @@
 // What this process learned about runs and their pods that no status records: the evidence on each
-// pod's deletion (deletes sent, 404s), each run's GPU catalog, its failed retrievals and the spend-limit
-// figures of its refused creates. decide() reads it back through the observation; act adds to it.
+// pod's deletion (deletes sent, 404s), each run's GPU catalog and its failed retrievals (the spend-limit
+// figures are the account's: spend-room.ts). decide() reads it back through the observation; act adds to it.
 // Per process: a restart starts over, which costs looks and calls, never a wrong verdict.
-import type { Deletion, GpuCandidate, SpendFacts } from './model.ts';
+import type { Deletion, GpuCandidate } from './model.ts';
 
 export class RunEvidence {
   /** By pod id: a pod outlives the run's view of it (strays, a run deleted while its pod is). */
@@ -10,8 +10,6 @@ export class RunEvidence {
   /** By run uid, as the rest. */
   readonly #catalogs = new Map<string, GpuCandidate[]>();
   readonly #retrievalFailures = new Map<string, number>();
-  /** The spend-limit figures learned when a create of a run was refused by it (limit, pod price). */
-  readonly #spend = new Map<string, SpendFacts>();
 
   /** The evidence on a pod's deletion, or a fresh record; changes count once handed to recordDeletion. */
   deletion(podId: string): Deletion {
@@ -61,19 +59,10 @@ export class RunEvidence {
     this.#retrievalFailures.delete(runUid);
   }
 
-  spend(runUid: string): SpendFacts | undefined {
-    return this.#spend.get(runUid);
-  }
-
-  recordSpend(runUid: string, spend: SpendFacts): void {
-    this.#spend.set(runUid, spend);
-  }
-
   /** The run is gone (its finalizer removed): what is known of it and of its pods goes too. */
   forgetRun(runUid: string, podIds: Iterable<string>): void {
     this.#catalogs.delete(runUid);
     this.#retrievalFailures.delete(runUid);
-    this.#spend.delete(runUid);
     for (const podId of podIds) this.#deletions.delete(podId);
   }
 }

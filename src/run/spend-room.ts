@@ -3,10 +3,11 @@
 // and the rest be refused, every few seconds, each refusal followed by two more calls to learn the
 // figures (a create storm). A run about to send claims the room first; while its claim stands, the
 // room it took is counted as spent, so the others wait without a call. A refusal says the lists' room
-// is not there: none is claimed again before a list taken a while after it. A run whose figures are
-// unknown (a new run, or every waiting run after a restart: the figures live in memory) claims blind:
-// alone, as a probe, so that a restart or a queue of new runs sends one create, not one per run.
-// One per account, in memory: the leader is the only process that creates.
+// is not there: none is claimed again before a list taken a while after it. The figures a refusal
+// teaches (the account's limit, the refused pod's price) are the account's, so every run of the same
+// pod price is judged by them. A run whose figures are unknown (every run after a restart, until one
+// is refused again: they live in memory) claims blind: alone, as a probe, so that a restart or a queue
+// of new runs sends one create, not one per run. One per account: the leader is the only process that creates.
 import type { SpendFacts } from './model.ts';
 import { spendBlindRetryMs } from './waiting.ts';
 
@@ -21,9 +22,14 @@ export type SpendClaim = 'granted' | 'refused-lately' | 'claimed' | 'no-room';
 
 const cents = (value: number): number => Math.round(value * 100);
 
+/** Pods of one key cost the same: the GPU type, the cloud and the GPU count. */
+export const spendPriceKey = (gpuType: string, cloud: string, gpuCount: number): string => `${cloud}/${gpuCount}x${gpuType}`;
+
 export class SpendRoom {
   readonly #claims = new Map<string, { usd: number; at: number }>();
   #refusedAt = Number.NEGATIVE_INFINITY;
+  #limitUsdPerHour: number | undefined;
+  readonly #prices = new Map<string, number>();
 
   /**
    * Whether Runpod refused a create of this account under its spend limit lately: while runs wait for
@@ -61,9 +67,23 @@ export class SpendRoom {
     this.#claims.delete(uid);
   }
 
-  /** The create was refused for the spend limit: the room the lists showed is not there. */
-  refused(uid: string, at: Date): void {
+  /**
+   * The create was refused for the spend limit: the room the lists showed is not there. `learned`: the
+   * figures read after the refusal, as far as known.
+   */
+  refused(uid: string, at: Date, priceKey: string, learned: SpendFacts): void {
     this.release(uid);
     this.#refusedAt = Math.max(this.#refusedAt, at.getTime());
+    if (learned.limitUsdPerHour !== undefined) this.#limitUsdPerHour = learned.limitUsdPerHour;
+    if (learned.podUsdPerHour !== undefined) this.#prices.set(priceKey, learned.podUsdPerHour);
+  }
+
+  /** The account's limit and the price of a pod of `priceKey`, as the refusals taught them (either may be unknown). */
+  known(priceKey: string): SpendFacts {
+    const price = this.#prices.get(priceKey);
+    return {
+      ...(this.#limitUsdPerHour === undefined ? {} : { limitUsdPerHour: this.#limitUsdPerHour }),
+      ...(price === undefined ? {} : { podUsdPerHour: price }),
+    };
   }
 }

@@ -32,7 +32,7 @@ const cents = (value: number): number => Math.round(value * 100);
 /** "account spend limit $80.00/h, running pods $79.31/h, this pod needs $0.69/h", with what is known. */
 export function headroom(spend: SpendFacts | undefined): string {
   const parts = [
-    spend?.limitUsdPerHour === undefined ? 'account spend limit unknown (the key cannot read GET /v2/account/limits)' : `account spend limit ${usd(spend.limitUsdPerHour)}`,
+    spend?.limitUsdPerHour === undefined ? 'account spend limit not known yet (or the key cannot read GET /v2/account/limits)' : `account spend limit ${usd(spend.limitUsdPerHour)}`,
     spend?.runningUsdPerHour === undefined ? undefined : `running pods ${usd(spend.runningUsdPerHour)}`,
     spend?.podUsdPerHour === undefined ? undefined : `this pod needs ${usd(spend.podUsdPerHour)}`,
   ];

@@ -24,6 +24,9 @@ export function formatReport(report: SessionReport): string {
     lines.push('', `result store: ${report.stagingLeft.length} staging directories left by killed retrievals (never cleaned up):`);
     for (const dir of report.stagingLeft) lines.push(`            ${dir}`);
   }
+  const creates = Object.entries(report.calls.createsByStatus).map(([status, n]) => `${status === '0' ? 'no answer' : status} ${n}`).join(', ');
+  // Not an invariant: a refused create costs nothing but budget; many per created pod is a create storm.
+  lines.push('', `calls to Runpod with the account key: ${report.calls.total}; creates by status: ${creates || 'none'} (400: refused, e.g. the spend limit; 429: rate limit)`);
   lines.push('', 'outcomes by run kind (expected outcome first; others are outcomes under faults, not broken invariants):');
   const kinds = [...new Set(report.outcomes.map((o) => o.kind))] as RunKind[];
   for (const kind of kinds) {

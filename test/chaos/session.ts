@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { injectFault, simPods } from '../runpod-sim/client.ts';
+import { injectFault, simPods, simStats, type SimStats } from '../runpod-sim/client.ts';
 import { startSimulator, type SimConfigInput } from '../runpod-sim/server.ts';
 import { runKubectl } from '../support/kubectl.ts';
 import { ControllerProcess } from './controller.ts';
@@ -55,6 +55,8 @@ export interface SessionReport {
   outcomes: { name: string; kind: string; outcome: string; message: string; attempts: number; pods: number }[];
   kills: KillRecord[];
   faults: FaultRecord[];
+  /** The controller's calls to Runpod (its account key; pods' own calls apart): creates by status, and all. */
+  calls: { createsByStatus: Record<string, number>; total: number };
   controllerLog: string;
   durationMs: number;
 }
@@ -202,7 +204,8 @@ export async function runSession(options: SessionOptions): Promise<SessionReport
       id: pod.id, name: pod.name, run: runs.byUid(pod.env.RUNPOD_OPERATOR_RUN ?? '')?.planned.name ?? '?',
       createdAt: pod.createdAt, deletedAt: pod.deletedAt, deletedBy: pod.deletedBy,
     }));
-    return { schedule, namespace, figures, destroyedFirst: results.destroyedFirst, stagingLeft, pods: rented, outcomes, kills: killer.records, faults, controllerLog, durationMs: elapsed() };
+    const calls = controllerCalls(await simStats(sim.adminUrl));
+    return { schedule, namespace, figures, destroyedFirst: results.destroyedFirst, stagingLeft, pods: rented, outcomes, kills: killer.records, faults, calls, controllerLog, durationMs: elapsed() };
   } finally {
     polling = false;
     await poller;
@@ -240,6 +243,13 @@ async function holdKeptPods(runs: RunBook, marginMs: number, say: (line: string)
   if (until <= Date.now()) return;
   say(`holding ${limits.length} kept pods for ${Math.round((until - Date.now()) / 1000)}s: until their deadline + margin has passed`);
   await sleep(until - Date.now());
+}
+
+function controllerCalls(stats: SimStats): SessionReport['calls'] {
+  const account = stats.requests.filter((entry) => entry.caller === 'account');
+  const createsByStatus: Record<string, number> = {};
+  for (const entry of account.filter((e) => e.method === 'POST' && e.path === '/v2/pods')) createsByStatus[entry.status] = (createsByStatus[entry.status] ?? 0) + entry.count;
+  return { createsByStatus, total: account.reduce((sum, entry) => sum + entry.count, 0) };
 }
 
 function leftoverStaging(root: string): string[] {

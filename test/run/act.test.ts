@@ -12,7 +12,7 @@ import type { Action, Observation } from '../../src/run/model.ts';
 import type { PodBackend } from '../../src/run/pod-backend.ts';
 import type { RunApi } from '../../src/run/run-api.ts';
 import { RunEvidence } from '../../src/run/run-evidence.ts';
-import { SpendRoom, claimVisibleAfterMs } from '../../src/run/spend-room.ts';
+import { SpendRoom, claimVisibleAfterMs, spendPriceKey } from '../../src/run/spend-room.ts';
 import type { GpuTypeOffer } from '../../src/runpod/catalog.ts';
 import { RunpodError, type RunpodErrorKind } from '../../src/runpod/index.ts';
 import { podSchema } from '../../src/runpod/schemas.ts';
@@ -39,6 +39,8 @@ interface Harness {
   evidence: RunEvidence;
   /** Every call the fakes saw, in order. */
   calls: string[];
+  /** The account's spend room (none shared with another harness unless given). */
+  room: SpendRoom;
 }
 
 interface HarnessOptions {
@@ -80,12 +82,15 @@ function harness(options: HarnessOptions = {}): Harness {
     },
     refreshPods: () => { calls.push('refreshPods'); },
     now: () => actedAt,
+    spendRoom: new SpendRoom(),
     ...options.ctx,
   };
-  return { ctx, evidence, calls };
+  return { ctx, evidence, calls, room: ctx.spendRoom! };
 }
 
 // --- createPod ------------------------------------------------------------------------------------
+
+const priceOf = (gpuType: string): string => spendPriceKey(gpuType, spec().spec.cloud, spec().spec.gpu.count);
 
 /** The status decide writes before the first create: attempt r-1 on type A, unanswered. */
 const beforeCreate = (): RunpodRunStatus => decide(observe()).status;
@@ -146,7 +151,7 @@ test('createPod: spend-limit records the account limit and the pod\'s price as e
   assert.equal(status.phase, 'Pending');
   assert.equal(status.reason, 'SpendLimitReached');
   assert.equal(status.waitingSince, t0.toISOString());
-  assert.deepEqual(h.evidence.spend('uid-1'), { limitUsdPerHour: 10, podUsdPerHour: 0.69 });
+  assert.deepEqual(h.room.known(priceOf('A')), { limitUsdPerHour: 10, podUsdPerHour: 0.69 }, "the account's figures, for every run of its price");
   assert.match(status.message ?? '', /account spend limit \$10\.00\/h, this pod needs \$0\.69\/h/);
 });
 
@@ -206,9 +211,21 @@ test('createPod: after a restart, the runs resending blind under the spend limit
   for (const status of others) assertHeldBack(status, /claimed by another run's create/, at(61));
 });
 
+test('createPod: one run\'s refusal teaches the account\'s figures: a run of the same price is judged by the room, not sent blind', async () => {
+  // After a restart no run knows the figures; the first probe's refusal reads them for all.
+  const room = new SpendRoom();
+  room.refused('uid-0', at(-25), priceOf('A'), { limitUsdPerHour: 1.8, podUsdPerHour: 0.69 });
+  const refused = beforeCreate();
+  applyCreateOutcome(observe(), refused, 'r-1', { kind: 'spend-limit', message: 'over the spend limit' });
+  const listed = { spend: { runningUsdPerHour: 0.69 }, pods: { listedAt: at(0), items: [] }, now: at(61) };
+  const { posts, statuses: [, ...others] } = await createsOfThree(decide(observe(listed, refused)).status, listed, room, at(62));
+  assert.deepEqual(posts, ['uid-1'], 'room for one 0.69 USD/h pod beside 0.69 under 1.8: one goes');
+  for (const status of others) assertHeldBack(status, /claimed by another run's create \(account spend limit \$1\.80\/h, running pods \$0\.69\/h, this pod needs \$0\.69\/h\)/, at(61));
+});
+
 test('createPod: a new run\'s create on an account refused lately waits without a call, as a refused run does', async () => {
   const room = new SpendRoom();
-  room.refused('uid-0', at(-5));
+  room.refused('uid-0', at(-5), priceOf('A'), {});
   const listed = { spend: { runningUsdPerHour: 1.38 }, pods: { listedAt: at(0), items: [] } };
   const { posts, statuses } = await createsOfThree(beforeCreate(), listed, room);
   assert.deepEqual(posts, [], 'no create went out');
@@ -225,7 +242,7 @@ test('createPod: spend-limit with neither figure readable still waits, blind', a
     catalog: () => Promise.reject(refusal('transient', 'getPod')),
   });
   assert.equal(status.attempts?.[0]?.outcome, 'SpendLimited');
-  assert.deepEqual(h.evidence.spend('uid-1'), {});
+  assert.deepEqual(h.room.known(priceOf('A')), {});
   assert.equal(status.attempts?.[0]?.retryAfter, new Date(t0.getTime() + 60_000).toISOString());
 });
 

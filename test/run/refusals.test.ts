@@ -84,7 +84,7 @@ describe('refused creates: the account spend limit', () => {
 
   test('unknown figures (no account:read): retried blind, once a minute', () => {
     const status = refused({ kind: 'spend-limit', message: 'spend limit', spend: {} });
-    assert.match(status.message!, /account spend limit unknown/);
+    assert.match(status.message!, /account spend limit not known yet/);
     assert.deepEqual(decide(observe({ now: at(30), pods: { listedAt: at(30), items: [] } }, status)).action, { type: 'none' });
     assert.equal(decide(observe({ now: at(61), pods: { listedAt: at(61), items: [] } }, status)).action.type, 'createPod');
   });

@@ -43,7 +43,7 @@ void test('a refusal contradicts the room the lists show: no run claims it again
   const room = new SpendRoom();
   assert.equal(room.claim('a', spend, at(0), at(1)), 'granted');
   assert.equal(room.limited(at(2)), false);
-  room.refused('a', at(2));
+  room.refused('a', at(2), 'SECURE/1xA', {});
   assert.equal(room.limited(at(3)), true, 'the account is known to be at its limit');
   assert.equal(room.limited(new Date(at(2).getTime() + limitedForMs)), false, 'until no create has been refused for a while');
   assert.equal(room.claim('b', spend, at(0), at(3)), 'refused-lately', 'the list the refusal contradicts');
@@ -63,4 +63,13 @@ void test('runs whose figures are unknown claim blind, one at a time, and nothin
   assert.equal(room.claim('b', blind, later, later), 'granted', 'a list taken long enough after the probe shows its pod: the next probe goes');
   room.release('b');
   assert.equal(room.claim('c', spend, later, later), 'granted');
+});
+
+void test("a refusal's figures are the account's: its limit for every run, the pod's price for pods of its key", () => {
+  const room = new SpendRoom();
+  assert.deepEqual(room.known('SECURE/1xA'), {});
+  room.refused('a', at(0), 'SECURE/1xA', { limitUsdPerHour: 1.8, podUsdPerHour: 0.69 });
+  room.refused('b', at(1), 'SECURE/1xB', {});
+  assert.deepEqual(room.known('SECURE/1xA'), { limitUsdPerHour: 1.8, podUsdPerHour: 0.69 });
+  assert.deepEqual(room.known('SECURE/1xB'), { limitUsdPerHour: 1.8 }, 'a figure left unknown by a later refusal stays as learned');
 });
