@@ -55,7 +55,7 @@ function claimSpendRoom(ctx: ActContext, { spec }: Account, attemptName: string,
   const resend = ctx.run.status?.reason === 'SpendLimitReached' && ctx.run.status.attempts?.some((a) => a.name === attemptName);
   if (!spendRoom || !(resend || spendRoom.limited(ctx.now()))) return undefined;
   // What another run's refusal taught since this run was observed counts too.
-  const spend = { ...ctx.obs.spend, ...spendRoom.known(priceKey(spec, gpuType)) };
+  const spend = { ...ctx.obs.spend, ...spendRoom.known(priceKey(spec, gpuType), ctx.now()) };
   const claim = spendRoom.claim(ctx.run.metadata.uid, spend, ctx.obs.pods?.listedAt, ctx.now());
   return claim === 'granted' ? undefined : { kind: 'held-back', why: claim, spend };
 }

@@ -5,7 +5,7 @@
 // room it took is counted as spent, so the others wait without a call. A refusal says the lists' room
 // is not there: none is claimed again before a list taken a while after it. The figures a refusal
 // teaches (the account's limit, the refused pod's price) are the account's, so every run of the same
-// pod price is judged by them. A run whose figures are unknown (every run after a restart, until one
+// pod price is judged by them, for a few minutes (the limit may be raised). A run whose figures are unknown (every run after a restart, until one
 // is refused again: they live in memory) claims blind: alone, as a probe, so that a restart or a queue
 // of new runs sends one create, not one per run. One per account: the leader is the only process that creates.
 import type { SpendFacts } from './model.ts';
@@ -13,6 +13,11 @@ import { spendBlindRetryMs } from './waiting.ts';
 
 /** A list taken this long after a claim shows its pod if it was created (list lag, one poll), and counts its cost. */
 export const claimVisibleAfterMs = 20_000;
+
+/** A figure learned this long ago is read again (by the next refusal): the user may have raised the limit. */
+export const figuresFreshForMs = 5 * 60_000;
+
+interface Learned { usd: number; at: number }
 
 /** A refusal this recent gates every create of the account: twice the blind resend spacing of waiting runs. */
 export const limitedForMs = 2 * spendBlindRetryMs;
@@ -28,8 +33,8 @@ export const spendPriceKey = (gpuType: string, cloud: string, gpuCount: number):
 export class SpendRoom {
   readonly #claims = new Map<string, { usd: number; at: number }>();
   #refusedAt = Number.NEGATIVE_INFINITY;
-  #limitUsdPerHour: number | undefined;
-  readonly #prices = new Map<string, number>();
+  #limit: Learned | undefined;
+  readonly #prices = new Map<string, Learned>();
 
   /**
    * Whether Runpod refused a create of this account under its spend limit lately: while runs wait for
@@ -74,16 +79,15 @@ export class SpendRoom {
   refused(uid: string, at: Date, priceKey: string, learned: SpendFacts): void {
     this.release(uid);
     this.#refusedAt = Math.max(this.#refusedAt, at.getTime());
-    if (learned.limitUsdPerHour !== undefined) this.#limitUsdPerHour = learned.limitUsdPerHour;
-    if (learned.podUsdPerHour !== undefined) this.#prices.set(priceKey, learned.podUsdPerHour);
+    if (learned.limitUsdPerHour !== undefined) this.#limit = { usd: learned.limitUsdPerHour, at: at.getTime() };
+    if (learned.podUsdPerHour !== undefined) this.#prices.set(priceKey, { usd: learned.podUsdPerHour, at: at.getTime() });
   }
 
-  /** The account's limit and the price of a pod of `priceKey`, as the refusals taught them (either may be unknown). */
-  known(priceKey: string): SpendFacts {
-    const price = this.#prices.get(priceKey);
-    return {
-      ...(this.#limitUsdPerHour === undefined ? {} : { limitUsdPerHour: this.#limitUsdPerHour }),
-      ...(price === undefined ? {} : { podUsdPerHour: price }),
-    };
+  /** The account's limit and the price of a pod of `priceKey`, as the refusals lately taught them (either may be unknown). */
+  known(priceKey: string, now: Date): SpendFacts {
+    const fresh = (figure: Learned | undefined): number | undefined => (figure && now.getTime() < figure.at + figuresFreshForMs ? figure.usd : undefined);
+    const limit = fresh(this.#limit);
+    const price = fresh(this.#prices.get(priceKey));
+    return { ...(limit === undefined ? {} : { limitUsdPerHour: limit }), ...(price === undefined ? {} : { podUsdPerHour: price }) };
   }
 }

@@ -151,7 +151,7 @@ test('createPod: spend-limit records the account limit and the pod\'s price as e
   assert.equal(status.phase, 'Pending');
   assert.equal(status.reason, 'SpendLimitReached');
   assert.equal(status.waitingSince, t0.toISOString());
-  assert.deepEqual(h.room.known(priceOf('A')), { limitUsdPerHour: 10, podUsdPerHour: 0.69 }, "the account's figures, for every run of its price");
+  assert.deepEqual(h.room.known(priceOf('A'), actedAt), { limitUsdPerHour: 10, podUsdPerHour: 0.69 }, "the account's figures, for every run of its price");
   assert.match(status.message ?? '', /account spend limit \$10\.00\/h, this pod needs \$0\.69\/h/);
 });
 
@@ -242,7 +242,7 @@ test('createPod: spend-limit with neither figure readable still waits, blind', a
     catalog: () => Promise.reject(refusal('transient', 'getPod')),
   });
   assert.equal(status.attempts?.[0]?.outcome, 'SpendLimited');
-  assert.deepEqual(h.room.known(priceOf('A')), {});
+  assert.deepEqual(h.room.known(priceOf('A'), actedAt), {});
   assert.equal(status.attempts?.[0]?.retryAfter, new Date(t0.getTime() + 60_000).toISOString());
 });
 

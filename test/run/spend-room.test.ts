@@ -5,7 +5,7 @@
 // creates within 10 s of each restart, when every waiting run resent blind).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { SpendRoom, claimVisibleAfterMs, limitedForMs } from '../../src/run/spend-room.ts';
+import { SpendRoom, claimVisibleAfterMs, figuresFreshForMs, limitedForMs } from '../../src/run/spend-room.ts';
 
 const t0 = Date.parse('2026-12-01T12:00:00Z');
 const at = (seconds: number): Date => new Date(t0 + seconds * 1000);
@@ -67,9 +67,10 @@ void test('runs whose figures are unknown claim blind, one at a time, and nothin
 
 void test("a refusal's figures are the account's: its limit for every run, the pod's price for pods of its key", () => {
   const room = new SpendRoom();
-  assert.deepEqual(room.known('SECURE/1xA'), {});
+  assert.deepEqual(room.known('SECURE/1xA', at(0)), {});
   room.refused('a', at(0), 'SECURE/1xA', { limitUsdPerHour: 1.8, podUsdPerHour: 0.69 });
   room.refused('b', at(1), 'SECURE/1xB', {});
-  assert.deepEqual(room.known('SECURE/1xA'), { limitUsdPerHour: 1.8, podUsdPerHour: 0.69 });
-  assert.deepEqual(room.known('SECURE/1xB'), { limitUsdPerHour: 1.8 }, 'a figure left unknown by a later refusal stays as learned');
+  assert.deepEqual(room.known('SECURE/1xA', at(2)), { limitUsdPerHour: 1.8, podUsdPerHour: 0.69 });
+  assert.deepEqual(room.known('SECURE/1xB', at(2)), { limitUsdPerHour: 1.8 }, 'a figure left unknown by a later refusal stays as learned');
+  assert.deepEqual(room.known('SECURE/1xA', new Date(t0 + figuresFreshForMs)), {}, 'read again after a while: the limit may have been raised');
 });
