@@ -90,7 +90,9 @@ describe('a pod that breaks (ERROR) mid-retrieval, after the job\'s exit was rec
       await waitFor('a partial result staged', () => staged(world.resultsDir).some((path) => path.endsWith('.model.bin.part') && (statSync(path, { throwIfNoEntry: false })?.size ?? 0) > 0), 60_000);
       await injectFault(world.sim.adminUrl, { fault: 'container-exit', podId, status: 'ERROR' });
       const run = await world.waitForRun('broken', 'Failed', ended, 60_000);
-      assert.equal(run.status?.reason, 'ResultsUnverified', JSON.stringify(run.status));
+      // Lost with its results, within the retrieve grace: no watchdog is blamed.
+      assert.equal(run.status?.reason, 'PodLost', JSON.stringify(run.status));
+      assert.match(run.status?.message ?? '', /went ERROR before the run ended; the job started at \S+ and exited with code 0 at \S+; no results were retrieved/);
       assert.equal(run.status?.pod?.startedAgainAt, undefined);
       // The staging goes in the reconcile that wrote the end, just after that write.
       await waitFor('no staging left once the run has ended', () => staged(world.resultsDir).length === 0, 15_000);

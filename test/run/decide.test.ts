@@ -577,8 +577,10 @@ describe('decide: a crash between the retrieved marker and the status write', ()
     assert.ok(status.conditions?.some((c) => c.type === 'ResultsRetrieved' && c.status === 'True'));
   });
 
-  test('with nothing in the store the pod\'s end is still ResultsUnverified', () => {
+  test('with nothing in the store the run does not succeed: the pod is lost with its results (PodLost, within the retrieve grace)', () => {
     const d = decide(observe(gone, exited()));
-    assert.equal(d.status.reason, 'ResultsUnverified');
+    assert.equal(d.status.phase, 'Failed');
+    assert.equal(d.status.reason, 'PodLost');
+    assert.match(d.status.message!, /no results were retrieved/);
   });
 });

@@ -127,6 +127,22 @@ describe('the controller bounds the watchdog\'s verdict, the boot grace and the 
   });
 });
 
+test('a pod that vanishes after the job\'s end, within the retrieve grace, is PodLost: its watchdog is not blamed', () => {
+  // Chaos seed 29 at N=100 on bad10b2: a pod vanished 15 s after its job exited 0 (retrieveGraceSeconds
+  // 3600); the run ended ResultsUnverified, "not retrieved within spec.limits.retrieveGraceSeconds and
+  // it was deleted by its watchdog".
+  const long = spec({}, { maxRuntimeSeconds: 86_400, retrieveGraceSeconds: 120 });
+  const exited = state({}, { status: 'exited', startedAt: unixAt(10), endedAt: unixAt(90), exitCode: 0 });
+  const first = decide(observe(95, readyStatus(2, long), { spec: long, podState: exited }));
+  const gone: Partial<Observation> = { spec: long, deletions: { p1: { notFoundLooks: 3 } } };
+  const vanished = decide(observe(105, first.status, gone, []));
+  assert.equal(vanished.status.reason, 'PodLost');
+  assert.match(vanished.status.message!, /disappeared from Runpod before the run ended; the job started at \S+ and exited with code 0 at \S+; no results were retrieved/);
+  const afterGrace = decide(observe(90 + 120 + 1, first.status, gone, []));
+  assert.equal(afterGrace.status.reason, 'ResultsUnverified');
+  assert.match(afterGrace.status.message!, /not retrieved within spec.limits.retrieveGraceSeconds and it was deleted by its watchdog/);
+});
+
 describe('cancel is bounded in time (item 6)', () => {
   const running = state({}, { status: 'running', startedAt: unixAt(10) });
   const cancel = spec({ cancel: true }, { maxRuntimeSeconds: 86_400, retrieveGraceSeconds: 3600 });
