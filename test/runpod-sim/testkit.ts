@@ -1,5 +1,6 @@
 // Shared by the simulator's own tests: raw API calls, SSH keys, an sshd-starting pod, waiting.
 import ssh2 from 'ssh2';
+import { generateKeyPair } from '../../src/ssh/keys.ts';
 import type { RunningSimulator } from './server.ts';
 
 export interface ApiResponse {
@@ -42,9 +43,10 @@ export interface KeyPair {
   public: string;
 }
 
+/** The product's encoder, not ssh2's generateKeyPairSync: that one corrupts about one key in 240 (src/ssh/keys.ts). */
 export function keyPair(): KeyPair {
-  const pair = ssh2.utils.generateKeyPairSync('ed25519');
-  return { private: pair.private, public: pair.public };
+  const pair = generateKeyPair('sim-test');
+  return { private: pair.privateKey, public: pair.publicKey };
 }
 
 /**
