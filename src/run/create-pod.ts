@@ -35,7 +35,7 @@ export async function createPod(ctx: ActContext, account: Account, attemptName: 
   if (outcome.kind === 'spend-limit') {
     const spend = await spendFigures(account, gpuType);
     outcome = { ...outcome, spend };
-    ctx.spendRoom?.refused(uid, ctx.now(), priceKey(account.spec, gpuType), spend);
+    ctx.spendRoom?.refused(uid, ctx.now(), spendPriceKey(gpuType, account.spec), spend);
   } else if (outcome.kind !== 'created' && outcome.kind !== 'ambiguous') {
     ctx.spendRoom?.release(uid);
   }
@@ -55,12 +55,10 @@ function claimSpendRoom(ctx: ActContext, { spec }: Account, attemptName: string,
   const resend = ctx.run.status?.reason === 'SpendLimitReached' && ctx.run.status.attempts?.some((a) => a.name === attemptName);
   if (!spendRoom || !(resend || spendRoom.limited(ctx.now()))) return undefined;
   // What another run's refusal taught since this run was observed counts too.
-  const spend = { ...ctx.obs.spend, ...spendRoom.known(priceKey(spec, gpuType), ctx.now()) };
+  const spend = { ...ctx.obs.spend, ...spendRoom.known(spendPriceKey(gpuType, spec), ctx.now()) };
   const claim = spendRoom.claim(ctx.run.metadata.uid, spend, ctx.obs.pods?.listedAt, ctx.now());
   return claim === 'granted' ? undefined : { kind: 'held-back', why: claim, spend };
 }
-
-const priceKey = (spec: RunpodRunSpec, gpuType: string): string => spendPriceKey(gpuType, spec.cloud, spec.gpu.count);
 
 function createFailure(error: unknown, lostAt: Date): CreateOutcome {
   if (!isRunpodError(error)) return { kind: 'ambiguous', message: 'the create call failed in an unexpected way', lostAt };

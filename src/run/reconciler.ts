@@ -158,7 +158,7 @@ export class RunReconciler {
       : await committedResults(location).then((found) => found && { files: found.files, bytes: found.bytes, location, verifiedAt: found.committedAt });
     // The spend-limit figures for the pod the run would create (its last attempt's type), as the account's refusals taught them.
     const waitingOn = status.attempts?.at(-1)?.gpuType;
-    const accountSpend = account && spec && waitingOn ? account.spendRoom.known(spendPriceKey(waitingOn, spec.cloud, spec.gpu.count), now) : undefined;
+    const accountSpend = account && spec && waitingOn ? account.spendRoom.known(spendPriceKey(waitingOn, spec), now) : undefined;
     const obs: Observation = {
       now,
       run: {

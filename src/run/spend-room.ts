@@ -28,7 +28,7 @@ export type SpendClaim = 'granted' | 'refused-lately' | 'claimed' | 'no-room';
 const cents = (value: number): number => Math.round(value * 100);
 
 /** Pods of one key cost the same: the GPU type, the cloud and the GPU count. */
-export const spendPriceKey = (gpuType: string, cloud: string, gpuCount: number): string => `${cloud}/${gpuCount}x${gpuType}`;
+export const spendPriceKey = (gpuType: string, spec: { cloud: string; gpu: { count: number } }): string => `${spec.cloud}/${spec.gpu.count}x${gpuType}`;
 
 export class SpendRoom {
   readonly #claims = new Map<string, { usd: number; at: number }>();

@@ -90,7 +90,7 @@ function harness(options: HarnessOptions = {}): Harness {
 
 // --- createPod ------------------------------------------------------------------------------------
 
-const priceOf = (gpuType: string): string => spendPriceKey(gpuType, spec().spec.cloud, spec().spec.gpu.count);
+const priceOf = (gpuType: string): string => spendPriceKey(gpuType, spec().spec);
 
 /** The status decide writes before the first create: attempt r-1 on type A, unanswered. */
 const beforeCreate = (): RunpodRunStatus => decide(observe()).status;
