@@ -7,7 +7,7 @@ import type { RunpodRunSpec } from '../api/spec.ts';
 import { whatIsKnown } from './pod-ended.ts';
 import { fail, phase, step, wait, type Context, type Step } from './decide-step.ts';
 import { formatUsd, updateCost } from './decide-cost.ts';
-import { podMissing, podStopped, watchdogCouldNotDelete } from './decide-pod-gone.ts';
+import { missingAtDeadline, podMissing, podStopped, watchdogCouldNotDelete } from './decide-pod-gone.ts';
 
 /**
  * How long after readiness the controller waits for the bootstrap's and the watchdog's verdicts: the
@@ -24,10 +24,12 @@ export function followPod(ctx: Context, spec: RunpodRunSpec): Step {
 
   if (now > deadline + obs.settings.deadlineMarginMs) {
     pod.state = 'Deleting';
+    if (!listed && pod.missingSince) return missingAtDeadline(ctx, deadline);
     return fail(ctx, 'DeadlineExceeded', `the pod outlived spec.limits.maxRuntimeSeconds (${spec.limits.maxRuntimeSeconds}s); deleted by the controller`);
   }
   if (!listed) return podMissing(ctx, deadline);
   pod.state = listed.status;
+  delete pod.missingSince;
   pod.listedAt ??= obs.pods!.listedAt.toISOString();
   // The create answer may lack the price (or say 0): the lists' word keeps the cost and the cap honest.
   if (listed.costPerHour !== undefined && listed.costPerHour > 0 && pod.costPerHour !== formatUsd(listed.costPerHour)) {

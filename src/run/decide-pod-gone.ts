@@ -21,6 +21,9 @@ export function podMissing(ctx: Context, deadline: number): Step {
   if (unlisted) return unlisted;
   const listedAfterCreate = obs.pods !== undefined && obs.pods.listedAt.getTime() > Date.parse(pod.createdAt ?? '') + obs.settings.ambiguousLookupMs;
   if (!listedAfterCreate) return wait(obs.settings.pollIntervalMs);
+  // In status, not in memory: a controller restarted before its looks are done still knows when.
+  pod.missingSince ??= obs.pods!.listedAt.toISOString();
+  const missingSince = Date.parse(pod.missingSince);
   const evidence = obs.deletions[pod.id!];
   const sinceLook = evidence?.lookedAt ? obs.now.getTime() - evidence.lookedAt.getTime() : Infinity;
   if ((evidence?.notFoundLooks ?? 0) < obs.settings.goneLooks) {
@@ -32,7 +35,18 @@ export function podMissing(ctx: Context, deadline: number): Step {
   if (evidence?.lookedAt && obs.pods!.listedAt <= evidence.lookedAt) return wait(Math.min(obs.settings.pollIntervalMs, 5000));
   pod.state = 'Deleted';
   pod.deletedAt ??= obs.now.toISOString();
-  return fail(ctx, ...whyThePodWent(ctx, deadline));
+  return fail(ctx, ...whyThePodWent(ctx, deadline, 'disappeared', missingSince));
+}
+
+/**
+ * Past the deadline, a pod no list has shown since `missingSince`: the looks that would have judged it
+ * gone were cut short (restarts keep them in memory only). It is deleted to be safe, and the run is
+ * judged by when it went missing: the deadline is blamed only if it had passed by then.
+ */
+export function missingAtDeadline(ctx: Context, deadline: number): Step {
+  const pod = ctx.status.pod!;
+  const [reason, message] = whyThePodWent(ctx, deadline, 'disappeared', Date.parse(pod.missingSince!));
+  return fail(ctx, reason, `${message}; not listed since ${pod.missingSince}; the controller deletes it to be safe`);
 }
 
 /**
@@ -130,13 +144,12 @@ function nearCostCap({ obs, status }: Context): boolean {
 }
 
 /**
- * The watchdog's reasons, judged from what the status knows: deadline, cost cap, boot grace, retrieve
- * grace; else PodLost with what is known. `how`: the pod disappeared, or went EXITED / ERROR.
+ * The watchdog's reasons, judged from what the status knows at `now`: deadline, cost cap, boot grace,
+ * retrieve grace; else PodLost with what is known. `how`: the pod disappeared, or went EXITED / ERROR.
  */
-function whyThePodWent(ctx: Context, deadline: number, how: 'disappeared' | 'EXITED' | 'ERROR' = 'disappeared'): [Reason, string] {
+function whyThePodWent(ctx: Context, deadline: number, how: 'disappeared' | 'EXITED' | 'ERROR' = 'disappeared', now = ctx.obs.now.getTime()): [Reason, string] {
   const { obs, status } = ctx;
   const limits = obs.spec.ok ? obs.spec.spec.limits : undefined;
-  const now = obs.now.getTime();
   const name = status.pod?.name ?? '';
   // A watchdog whose key may not delete stops the pod instead: EXITED.
   const by = how === 'disappeared' ? 'was deleted by its watchdog'

@@ -143,6 +143,30 @@ test('a pod that vanishes after the job\'s end, within the retrieve grace, is Po
   assert.match(afterGrace.status.message!, /not retrieved within spec.limits.retrieveGraceSeconds and it was deleted by its watchdog/);
 });
 
+test('a pod that vanished long before its deadline is PodLost at the deadline, even when restarts wiped the looks', () => {
+  // Chaos seed 35 at N=100 on fa5eee1: a pod vanished 92 s into a 300 s deadline while the controller
+  // was killed every ~20 s; each restart wiped the three gone-looks (kept in memory), so no term judged
+  // the pod gone. At the deadline the controller deleted it to be safe and the run ended
+  // "DeadlineExceeded: the pod outlived spec.limits.maxRuntimeSeconds", which never happened.
+  const running = state({}, { status: 'running', startedAt: unixAt(10) });
+  const following = decide(observe(20, readyStatus(), { podState: running }));
+  const missing = decide(observe(100, following.status, { podState: running }, []));
+  assert.deepEqual(missing.action, { type: 'lookForGonePod', podId: 'p1' });
+  assert.equal(missing.status.pod?.missingSince, at(100).toISOString(), 'the first list without the pod is kept in status');
+  // Every later term starts with no looks (a restart), until the deadline + margin.
+  const later = decide(observe(130, missing.status, {}, []));
+  assert.equal(later.status.pod?.missingSince, at(100).toISOString(), 'a later list does not move it');
+  const atDeadline = decide(observe(600 + 61, later.status, {}, []));
+  assert.equal(atDeadline.status.pod?.state, 'Deleting', 'still deleted, to be safe');
+  assert.equal(atDeadline.status.reason, 'PodLost', atDeadline.status.message);
+  assert.match(atDeadline.status.message!, /disappeared from Runpod before the run ended; .*not listed since 2026-12-01T12:01:40.000Z; the controller deletes it to be safe/);
+  // A list that shows the pod again clears it: a listing flap says nothing at the deadline.
+  const back = decide(observe(140, later.status, { podState: running }));
+  assert.equal(back.status.pod?.missingSince, undefined);
+  const deadline = decide(observe(600 + 61, back.status, {}, []));
+  assert.equal(deadline.status.reason, 'DeadlineExceeded');
+});
+
 describe('cancel is bounded in time (item 6)', () => {
   const running = state({}, { status: 'running', startedAt: unixAt(10) });
   const cancel = spec({ cancel: true }, { maxRuntimeSeconds: 86_400, retrieveGraceSeconds: 3600 });
