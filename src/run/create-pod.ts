@@ -33,9 +33,11 @@ export async function createPod(ctx: ActContext, account: Account, attemptName: 
   // Nothing of a refused create bills: the room it claimed is another run's to take (after a spend-limit
   // refusal, once a list can show where the room really went).
   if (outcome.kind === 'spend-limit') {
-    const spend = await spendFigures(account, gpuType);
-    outcome = { ...outcome, spend };
-    ctx.spendRoom?.refused(uid, ctx.now(), spendPriceKey(gpuType, account.spec), spend);
+    const priceKey = spendPriceKey(gpuType, account.spec);
+    const known = ctx.spendRoom?.known(priceKey, ctx.now()) ?? {};
+    const learned = await spendFigures(account, gpuType, known);
+    outcome = { ...outcome, spend: { ...known, ...learned } };
+    ctx.spendRoom?.refused(uid, ctx.now(), priceKey, learned);
   } else if (outcome.kind !== 'created' && outcome.kind !== 'ambiguous') {
     ctx.spendRoom?.release(uid);
   }
@@ -79,21 +81,26 @@ function createFailure(error: unknown, lostAt: Date): CreateOutcome {
 
 /**
  * What the spend-limit wait is judged by: the account's limit (GET /v2/account/limits, needs the
- * account:read scope) and the refused pod's list price (the catalog). Either may stay unknown.
+ * account:read scope) and the refused pod's list price (the catalog). Either may stay unknown. Only
+ * what the account does not `know` freshly is read: the waiting runs share one request budget.
  */
-async function spendFigures({ pods, spec }: Account, gpuType: string): Promise<SpendFacts> {
+async function spendFigures({ pods, spec }: Account, gpuType: string, known: SpendFacts): Promise<SpendFacts> {
   const facts: SpendFacts = {};
-  try {
-    facts.limitUsdPerHour = await pods.spendLimitUsdPerHour();
-  } catch {
-    // Unknown: the wait retries blind, more slowly.
+  if (known.limitUsdPerHour === undefined) {
+    try {
+      facts.limitUsdPerHour = await pods.spendLimitUsdPerHour();
+    } catch {
+      // Unknown: the wait retries blind, more slowly.
+    }
   }
-  try {
-    const offer = (await pods.catalog({ cloud: spec.cloud, gpuCount: spec.gpu.count })).find((o) => o.id === gpuType);
-    const price = offer ? podPricePerHour(offer, spec.cloud, spec.gpu.count) : null;
-    if (price !== null) facts.podUsdPerHour = price;
-  } catch {
-    // Unknown as well.
+  if (known.podUsdPerHour === undefined) {
+    try {
+      const offer = (await pods.catalog({ cloud: spec.cloud, gpuCount: spec.gpu.count })).find((o) => o.id === gpuType);
+      const price = offer ? podPricePerHour(offer, spec.cloud, spec.gpu.count) : null;
+      if (price !== null) facts.podUsdPerHour = price;
+    } catch {
+      // Unknown as well.
+    }
   }
   return facts;
 }

@@ -12,7 +12,7 @@ import type { Action, Observation } from '../../src/run/model.ts';
 import type { PodBackend } from '../../src/run/pod-backend.ts';
 import type { RunApi } from '../../src/run/run-api.ts';
 import { RunEvidence } from '../../src/run/run-evidence.ts';
-import { SpendRoom, claimVisibleAfterMs, spendPriceKey } from '../../src/run/spend-room.ts';
+import { SpendRoom, claimVisibleAfterMs, figuresFreshForMs, spendPriceKey } from '../../src/run/spend-room.ts';
 import type { GpuTypeOffer } from '../../src/runpod/catalog.ts';
 import { RunpodError, type RunpodErrorKind } from '../../src/runpod/index.ts';
 import { podSchema } from '../../src/runpod/schemas.ts';
@@ -234,6 +234,37 @@ test('createPod: a new run\'s create on an account refused lately waits without 
     assert.equal(status?.waitingSince, t0.toISOString(), 'the queue timeout counts from here');
     assert.match(status?.attempts?.[0]?.message ?? '', /refused a create of this account/);
   }
+});
+
+test('createPod: a spend refusal re-reads only the figures the account does not know freshly', async () => {
+  // Chaos seed 29 at N=100 on 6ea4b76 counted 320 GETs of the limit and 320 of the catalog beside 351
+  // refusals: each refusal read both again, from a budget the waiting runs share.
+  const reads: string[] = [];
+  const pods = {
+    spendLimitUsdPerHour: () => { reads.push('limit'); return Promise.resolve(1.8); },
+    catalog: () => { reads.push('catalog'); return Promise.resolve([offer('A', 0.69), offer('B', 2)]); },
+  };
+  const refusedCreate = async (room: SpendRoom, gpuType: 'A' | 'B'): Promise<void> => {
+    const h = harness({ status: beforeCreate(), ctx: { spendRoom: room }, pods: { createPod: () => Promise.reject(refusal('spend-limit')), ...pods } });
+    await act({ ...createAction, gpuType }, h.ctx);
+  };
+  const learnedAt = new Date(actedAt.getTime() - figuresFreshForMs + 1000);
+  const taught = (): SpendRoom => {
+    const room = new SpendRoom();
+    room.refused('uid-0', learnedAt, priceOf('A'), { limitUsdPerHour: 1.8, podUsdPerHour: 0.69 });
+    return room;
+  };
+  const room = taught();
+  await refusedCreate(room, 'A');
+  assert.deepEqual(reads, [], 'both figures are fresh: nothing read');
+  assert.deepEqual(room.known(priceOf('A'), new Date(learnedAt.getTime() + figuresFreshForMs)), {}, 'figures not read again still expire when they would have');
+  const otherPrice = taught();
+  await refusedCreate(otherPrice, 'B');
+  assert.deepEqual(reads, ['catalog'], 'another price: only the catalog');
+  assert.deepEqual(otherPrice.known(priceOf('B'), actedAt), { limitUsdPerHour: 1.8, podUsdPerHour: 2 });
+  reads.length = 0;
+  await refusedCreate(new SpendRoom(), 'A');
+  assert.deepEqual(reads, ['limit', 'catalog'], 'nothing known: both read');
 });
 
 test('createPod: spend-limit with neither figure readable still waits, blind', async () => {
