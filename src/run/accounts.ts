@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { realClock, type Clock } from '../kube/clock.ts';
 import type { Logger } from '../log.ts';
-import { createRunpodClient, type RunpodCallObserver, type RunpodClient } from '../runpod/index.ts';
+import { createRunpodClient, type Pod, type RunpodCallObserver, type RunpodClient } from '../runpod/index.ts';
 import { PodObserver } from '../runpod/observer.ts';
 import { SpendRoom } from './spend-room.ts';
 
@@ -78,6 +78,11 @@ export class Accounts {
       this.#known.set(id, known);
     }
     return known;
+  }
+
+  /** A full pod list of account `id` taken by the sweeper: the account's observer, if it is in use, takes it too. */
+  offerList(id: string, listedAt: Date, pods: Pod[]): void {
+    this.#observed.get(id)?.offer(listedAt, pods);
   }
 
   /** The pod observers of the accounts in use now. */

@@ -97,6 +97,7 @@ export class RunReconciler {
     const attempt = run.status?.attempts?.at(-1)?.name;
     (call.log ?? this.#options.logger).debug({
       run: run.metadata.name, namespace: run.metadata.namespace, pod: run.status?.pod?.id, attempt, action: decision.action.type,
+      phase: decision.status.phase, reason: decision.status.reason,
     }, 'reconcile step');
     signal?.throwIfAborted();
     if (!isDeepStrictEqual(decision.status, run.status ?? {})) current = await this.runs.writeStatus(run, decision.status);

@@ -8,7 +8,8 @@
 // cannot act (its container died, or its key may not delete it) is deleted at the leader's first
 // list, not when a long work queue reaches its run after a restart.
 //
-// It acts only on fresh evidence: its own pod list per account (not a shared snapshot), a pod older
+// It acts only on fresh evidence: its own pod list per account (not a shared snapshot, though the
+// snapshot takes its list: runs need not wait for their observer's next poll), a pod older
 // than the grace, and a live read of the runs made after that list (not the reflector's cache,
 // which may lag behind a create it has not shown yet, nor an earlier account's read). It lists
 // every account any run referenced, finished runs too.
@@ -126,6 +127,7 @@ export class Sweeper {
     const at = Date.now();
     try {
       const pods = await account.client.listPods();
+      this.#options.accounts.offerList(account.id, new Date(at), pods);
       return { at, pods: pods.filter((pod) => ownsPod(this.#options.owner, pod.env)) };
     } catch (error) {
       this.#options.logger.warn({ err: error, account: account.id }, 'listing pods for the stray sweep failed');

@@ -1,5 +1,6 @@
 // One pod list per account per poll interval, shared by every run of that account: runs read their
-// pods from the last snapshot instead of each asking Runpod (v2 allows ~60 calls a minute).
+// pods from the last snapshot instead of each asking Runpod (v2 allows ~60 calls a minute). A list
+// another caller took of the same account (the sweeper's) is offered to it too.
 import type { Logger } from '../log.ts';
 import { POD_ENV } from '../pod/protocol.ts';
 import type { RunpodClient } from './client.ts';
@@ -69,6 +70,14 @@ export class PodObserver {
     void this.#poll();
   }
 
+  /**
+   * A full list of the account that another caller took (the sweeper's, at a leader's start): the runs
+   * need not wait for this observer's next poll, which 429s may hold back for many seconds.
+   */
+  offer(listedAt: Date, pods: Pod[]): void {
+    if (!this.#stopped) this.#publish(listedAt, pods);
+  }
+
   stop(): void {
     this.#stopped = true;
     this.#clearTimer();
@@ -104,10 +113,7 @@ export class PodObserver {
     const run = async () => {
       try {
         const startedAt = new Date();
-        const pods = await this.#options.client.listPods();
-        this.#rejected = false;
-        this.#forbidden = undefined;
-        this.#publish(startedAt, pods);
+        this.#publish(startedAt, await this.#options.client.listPods());
       } catch (error) {
         this.#rejected = isRunpodError(error, 'unauthorized');
         this.#forbidden = isRunpodError(error, 'forbidden') ? error.message : undefined;
@@ -126,6 +132,10 @@ export class PodObserver {
   }
 
   #publish(listedAt: Date, pods: Pod[]): void {
+    this.#rejected = false;
+    this.#forbidden = undefined;
+    // Lists may overlap (an offered one, a poll begun before it): the snapshot never goes back in time.
+    if (this.#snapshot && listedAt < this.#snapshot.listedAt) return;
     const byRun = new Map<string, Pod[]>();
     for (const pod of pods) {
       // A pod without our cluster's marker is never ours, whatever its name.

@@ -17,9 +17,11 @@ const apiKey = 'rpa_SWEEPER_TEST_KEY_0123456789';
 interface SweepWorld { sim: RunningSimulator; accounts: Accounts; client: RunpodClient; logger: Logger; logLines: string[] }
 
 /** A simulator, the account the sweeper knows, a client to make pods with, a logger whose lines the test reads; then the leak check. */
-async function withSweepWorld(body: (world: SweepWorld) => Promise<void>): Promise<void> {
+async function withSweepWorld(body: (world: SweepWorld) => Promise<void>, observed: { pollIntervalMs?: number; onPodsChanged?: (uids: string[]) => void } = {}): Promise<void> {
   const sim = await startSimulator({ apiKeys: [apiKey] });
-  const accounts = new Accounts({ baseUrl: sim.baseUrl, clusterId: 'cluster-a', pollIntervalMs: 1000, logger: createLogger('silent'), onPodsChanged: () => {} });
+  const accounts = new Accounts({
+    baseUrl: sim.baseUrl, clusterId: 'cluster-a', pollIntervalMs: observed.pollIntervalMs ?? 1000, logger: createLogger('silent'), onPodsChanged: observed.onPodsChanged ?? (() => {}),
+  });
   const client = createRunpodClient({ apiKey, baseUrl: sim.baseUrl, logger: createLogger('silent') });
   const logLines: string[] = [];
   const logger = createLogger('info', { write: (line: string) => { logLines.push(line); } });
@@ -120,3 +122,28 @@ test('the sweeper deletes any pod it owns once its own deadline marker + the mar
     assert.equal(byId(unreadable.id)?.deletedAt, null, 'no readable deadline, no judgement from it');
     assert.equal(byId(foreign.id)?.deletedAt, null, 'another cluster\'s pod is never ours, whatever its deadline');
 }));
+
+test('the sweeper\'s list serves the runs of an account in use too: they need not wait for their own next poll', async () => {
+  // Chaos seed 43 at N=100 on ff3c1ab: after a restart the sweeper listed the account at once, but the
+  // observer's own first list met 429s for 7 s more, and every run of the account waited for it (a
+  // job-ended run's retrieval started 10 s into a 17 s leader term; its results were lost).
+  const changed: string[][] = [];
+  await withSweepWorld(async ({ accounts, client, logger }) => {
+    const scope = installScope('team-a');
+    const observer = accounts.get(apiKey).observer;
+    while (!observer.snapshot) await new Promise((resolve) => setTimeout(resolve, 20));
+    const firstList = observer.snapshot.listedAt;
+    const pod = await client.createPod({
+      name: 'r-1', image: 'img', gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 }, args: 'sleep 600',
+      env: { [POD_ENV.cluster]: 'cluster-a', [POD_ENV.scope]: scope, [POD_ENV.run]: 'uid-live' },
+    });
+    const sweeper = new Sweeper({
+      accounts, logger, intervalMs: 60_000, deadlineMarginMs: 60_000, owner: { clusterId: 'cluster-a', scope },
+      cachedRunUids: () => new Set(['uid-live']), liveRunUids: () => Promise.resolve(new Set(['uid-live'])),
+    });
+    assert.deepEqual(await sweeper.sweep(), []);
+    assert.ok(observer.snapshot.listedAt > firstList, 'the snapshot is the sweeper\'s list, not the observer\'s first');
+    assert.deepEqual(observer.snapshot.byRun.get('uid-live')?.map((p) => p.id), [pod.id]);
+    assert.deepEqual(changed.at(-1), ['uid-live'], 'the run is told, as by a poll');
+  }, { pollIntervalMs: 600_000, onPodsChanged: (uids) => changed.push(uids) });
+});

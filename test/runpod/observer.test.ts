@@ -53,6 +53,28 @@ test('refreshSoon never postpones a list due sooner', async () => {
   }
 });
 
+test('a list offered by another caller is taken when it is newer than the snapshot, and only then', async () => {
+  const pod = (id: string) => ({ id, name: id, status: 'RUNNING', env: { RUNPOD_OPERATOR_CLUSTER: 'c', RUNPOD_OPERATOR_RUN: 'uid-1' } });
+  let answer: (pods: unknown[]) => void = () => {};
+  const client = { listPods: () => new Promise((resolve) => { answer = resolve; }) } as unknown as RunpodClient;
+  const changes: string[][] = [];
+  const observer = new PodObserver({ client, clusterId: 'c', pollIntervalMs: 600_000, logger: createLogger('silent'), onChange: (uids) => changes.push(uids) });
+  observer.start(); // its own first list is in flight (begun now)
+  const offeredAt = new Date(Date.now() + 1000);
+  observer.offer(offeredAt, [pod('p2')] as never);
+  assert.equal(observer.snapshot?.listedAt, offeredAt);
+  assert.deepEqual(observer.snapshot?.byRun.get('uid-1')?.map((p) => p.id), ['p2']);
+  assert.deepEqual(changes, [['uid-1']]);
+  // The observer's own list began before the offered one: it must not take the snapshot back in time.
+  answer([pod('p1')]);
+  await flush();
+  assert.equal(observer.snapshot?.listedAt, offeredAt);
+  assert.deepEqual(observer.snapshot?.byRun.get('uid-1')?.map((p) => p.id), ['p2']);
+  observer.offer(new Date(offeredAt.getTime() - 1), [] as never);
+  assert.deepEqual(observer.snapshot?.byRun.get('uid-1')?.map((p) => p.id), ['p2'], 'an older offer is not taken either');
+  observer.stop();
+});
+
 async function flush(): Promise<void> {
   for (let i = 0; i < 5; i += 1) await Promise.resolve();
 }
