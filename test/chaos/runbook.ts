@@ -7,6 +7,8 @@ import type { PlannedRun } from './workload.ts';
 export interface RunEntry {
   planned: PlannedRun;
   uid?: string;
+  /** When the apply that created it returned (epoch ms): only a list begun after that can miss it for gone. */
+  appliedAt?: number;
   latest?: RunpodRun;
   /** The run is no longer listed (deleted and its finalizer gone). */
   gone: boolean;
@@ -41,16 +43,33 @@ export class RunBook {
     return list.items;
   }
 
+  /** The apply of `name` returned `uid`. */
+  applied(name: string, uid: string): RunEntry {
+    const entry = this.entries.get(name)!;
+    entry.uid = uid;
+    entry.appliedAt = Date.now();
+    return entry;
+  }
+
   /** One poll: every applied run either listed (latest updated) or gone. */
   async refresh(): Promise<void> {
-    const items = await this.list();
-    const listed = new Map(items.map((run) => [run.metadata.name, run]));
-    for (const entry of this.entries.values()) {
-      if (!entry.uid) continue;
-      const run = listed.get(entry.planned.name);
-      if (run) entry.latest = run;
-      else entry.gone = true;
-    }
+    const startedAt = Date.now();
+    takeListing(this.entries.values(), await this.list(), startedAt);
+  }
+}
+
+/**
+ * A list begun at `startedAt`: each run it shows is the latest; a run it misses is gone, unless its
+ * apply returned after the list began (the list may predate it: such a run, marked gone, would escape
+ * every invariant that skips deleted runs).
+ */
+export function takeListing(entries: Iterable<RunEntry>, items: readonly RunpodRun[], startedAt: number): void {
+  const listed = new Map(items.map((run) => [run.metadata.name, run]));
+  for (const entry of entries) {
+    if (!entry.uid) continue;
+    const run = listed.get(entry.planned.name);
+    if (run) entry.latest = run;
+    else if ((entry.appliedAt ?? Infinity) < startedAt) entry.gone = true;
   }
 }
 

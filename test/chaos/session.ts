@@ -115,8 +115,7 @@ export async function runSession(options: SessionOptions): Promise<SessionReport
     const applies = schedule.runs.map(async (run) => {
       await at(run.applyAtMs);
       const applied = await must(kubectl(['apply', '-n', namespace, '-f', '-', '-o', 'jsonpath={.metadata.uid}'], JSON.stringify(runManifest(run))));
-      const entry = runs.entries.get(run.name)!;
-      entry.uid = applied.stdout.trim();
+      const entry = runs.applied(run.name, applied.stdout.trim());
       if (run.actionAfterMs === undefined) return;
       await at(run.applyAtMs + run.actionAfterMs);
       // A user's action may come too late (the run already ended): it is reported, not fatal.
