@@ -23,7 +23,6 @@ export function podMissing(ctx: Context, deadline: number): Step {
   if (!listedAfterCreate) return wait(obs.settings.pollIntervalMs);
   // In status, not in memory: a controller restarted before its looks are done still knows when.
   pod.missingSince ??= obs.pods!.listedAt.toISOString();
-  const missingSince = Date.parse(pod.missingSince);
   const evidence = obs.deletions[pod.id!];
   const sinceLook = evidence?.lookedAt ? obs.now.getTime() - evidence.lookedAt.getTime() : Infinity;
   if ((evidence?.notFoundLooks ?? 0) < obs.settings.goneLooks) {
@@ -35,7 +34,7 @@ export function podMissing(ctx: Context, deadline: number): Step {
   if (evidence?.lookedAt && obs.pods!.listedAt <= evidence.lookedAt) return wait(Math.min(obs.settings.pollIntervalMs, 5000));
   pod.state = 'Deleted';
   pod.deletedAt ??= obs.now.toISOString();
-  return fail(ctx, ...whyThePodWent(ctx, deadline, 'disappeared', missingSince));
+  return fail(ctx, ...whyItWentMissing(ctx, deadline));
 }
 
 /**
@@ -44,10 +43,13 @@ export function podMissing(ctx: Context, deadline: number): Step {
  * judged by when it went missing: the deadline is blamed only if it had passed by then.
  */
 export function missingAtDeadline(ctx: Context, deadline: number): Step {
-  const pod = ctx.status.pod!;
-  const [reason, message] = whyThePodWent(ctx, deadline, 'disappeared', Date.parse(pod.missingSince!));
-  return fail(ctx, reason, `${message}; not listed since ${pod.missingSince}; the controller deletes it to be safe`);
+  const [reason, message] = whyItWentMissing(ctx, deadline);
+  return fail(ctx, reason, `${message}; not listed since ${ctx.status.pod!.missingSince}; the controller deletes it to be safe`);
 }
+
+/** The watchdog's reasons judged when the pod went missing (the first list without it), not now. */
+const whyItWentMissing = (ctx: Context, deadline: number): [Reason, string] =>
+  whyThePodWent(ctx, deadline, 'disappeared', Date.parse(ctx.status.pod!.missingSince!));
 
 /**
  * EXITED or ERROR (openapi-v2.json PodStatus): its container is gone (stopped by someone, stopped by
