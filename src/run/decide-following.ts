@@ -8,12 +8,14 @@ import { whatIsKnown } from './pod-ended.ts';
 import { fail, phase, step, wait, type Context, type Step } from './decide-step.ts';
 import { formatUsd, updateCost } from './decide-cost.ts';
 import { missingAtDeadline, podMissing, podStopped, watchdogCouldNotDelete } from './decide-pod-gone.ts';
+import { VERDICT_BOUND_SECONDS, VERDICT_LAST_CALL_SECONDS } from '../pod/index.ts';
 
 /**
  * How long after readiness the controller waits for the bootstrap's and the watchdog's verdicts: the
- * watchdog's probe takes at most 5 tries of 10 s, a period apart; past this (+ the margin) it is broken.
+ * watchdog probes for VERDICT_BOUND_SECONDS (its create env says so) and gives its verdict by its last
+ * call's end; past this (+ the margin) it is broken. Never shorter than the watchdog's own bound.
  */
-const verdictBoundMs = 5 * 60_000;
+export const verdictBoundMs = (VERDICT_BOUND_SECONDS + VERDICT_LAST_CALL_SECONDS) * 1000;
 
 export function followPod(ctx: Context, spec: RunpodRunSpec): Step {
   const { obs, status } = ctx;
@@ -123,9 +125,10 @@ function followJob(ctx: Context, spec: RunpodRunSpec): Step {
     if (obs.now.getTime() > readySince(status) + verdictBoundMs + obs.settings.deadlineMarginMs) {
       pod.state = 'Deleting';
       const missing = state.bootstrap.status === 'pending' ? 'the bootstrap' : 'its watchdog';
-      return fail(ctx, 'BootFailed', `pod ${pod.name}: no verdict from ${missing} within ${verdictBoundMs / 60_000} minutes of readiness (+ --deadline-margin); the job is not started and the pod is deleted`);
+      return fail(ctx, 'BootFailed', `pod ${pod.name}: no verdict from ${missing} within ${verdictBoundMs / 1000}s of readiness (+ --deadline-margin); the job is not started and the pod is deleted`);
     }
-    phase(ctx, 'Running', 'PodReady', `pod ${pod.name} is ready; waiting for its watchdog to prove it can delete the pod`);
+    const what = state.bootstrap.status === 'pending' ? 'its bootstrap to finish' : 'its watchdog to prove that its key can read (and so delete) the pod';
+    phase(ctx, 'Running', 'PodReady', `pod ${pod.name} is ready; waiting for ${what} (up to ${VERDICT_BOUND_SECONDS}s: Runpod's answers may lag or be refused for a while)`);
     return wait(1000);
   }
   if (state.keep !== spec.keepPod) return step({ type: 'setKeep', keep: spec.keepPod });
