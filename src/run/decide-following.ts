@@ -9,6 +9,7 @@ import { fail, phase, step, wait, type Context, type Step } from './decide-step.
 import { formatUsd, updateCost } from './decide-cost.ts';
 import { missingAtDeadline, podMissing, podStopped, watchdogCouldNotDelete } from './decide-pod-gone.ts';
 import { VERDICT_BOUND_SECONDS, VERDICT_LAST_CALL_SECONDS } from '../pod/index.ts';
+import { graceRenewal, retrieveGraceEnd } from './decide-grace.ts';
 
 /**
  * How long after readiness the controller waits for the bootstrap's and the watchdog's verdicts: the
@@ -100,8 +101,8 @@ function gracePassed(ctx: Context, spec: RunpodRunSpec): [Reason, string] | unde
   if (!status.job?.startedAt && now > readySince(status) + spec.limits.bootGraceSeconds * 1000 + margin) {
     return ['BootTimeout', `no job started on pod ${name} within spec.limits.bootGraceSeconds (${spec.limits.bootGraceSeconds}s) of its readiness; deleted by the controller`];
   }
-  const ended = Date.parse(status.job?.finishedAt ?? '');
-  if (!spec.keepPod && !status.results?.retrievedAt && now > ended + spec.limits.retrieveGraceSeconds * 1000 + margin) {
+  // As renewed while a transfer waited or moved (status.pod.retrieveGraceUntil), which survives a restart.
+  if (!spec.keepPod && !status.results?.retrievedAt && now > retrieveGraceEnd(status, spec) + margin) {
     return ['ResultsUnverified', `the results of pod ${name} were not verified within spec.limits.retrieveGraceSeconds (${spec.limits.retrieveGraceSeconds}s) of the job's end; deleted by the controller`];
   }
   return undefined;
@@ -185,12 +186,18 @@ function retrieve(ctx: Context, retrieving: string): Step {
   // A transfer in the pool: looked at again after a poll (the pool asks for a reconcile when it ends).
   const transferring = obs.transfer && obs.transfer.state !== 'settled' ? obs.transfer : undefined;
   const slot = transferring?.state === 'queued' ? `; waiting for a transfer slot (${transferring.ahead} ahead, --max-concurrent-transfers)` : '';
+  const spec = obs.spec.ok ? obs.spec.spec : undefined;
+  const renewal = spec && graceRenewal(ctx, spec);
+  const until = status.pod?.retrieveGraceUntil;
+  const extended = transferring && until && Date.parse(until) > obs.now.getTime() ? `; the pod's retrieve grace is extended to ${until} while it waits` : '';
+  // While in the pool the retrieval step only looks at the transfer: the renewal takes its place.
+  const action = renewal ? { type: 'renewRetrieveGrace' as const, seconds: renewal } : { type: 'retrieveResults' as const };
   if (obs.retrievalFailures > 0) {
     // The last attempt's findings stay the message: what was missing, different or refused is what the user acts on.
     const found = status.reason === 'ResultsUnverified' ? status.message : undefined;
     phase(ctx, 'Retrieving', 'ResultsUnverified', found ?? `the results could not be verified yet (try ${obs.retrievalFailures}); the pod stays for spec.limits.retrieveGraceSeconds`);
-    return step({ type: 'retrieveResults' }, transferring ? obs.settings.pollIntervalMs : exponentialDelay(2000, 60_000, obs.retrievalFailures));
+    return step(action, transferring ? obs.settings.pollIntervalMs : exponentialDelay(2000, 60_000, obs.retrievalFailures));
   }
-  phase(ctx, 'Retrieving', 'Retrieving', `${retrieving}${slot}`);
-  return step({ type: 'retrieveResults' }, transferring ? obs.settings.pollIntervalMs : 0);
+  phase(ctx, 'Retrieving', 'Retrieving', `${retrieving}${slot}${extended}`);
+  return step(action, transferring ? obs.settings.pollIntervalMs : 0);
 }
