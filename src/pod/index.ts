@@ -4,12 +4,13 @@ export { renderPodArgs, renderPodEnv, podEnvInputSchema, minifyScript, BOOTSTRAP
 export type { PodEnvInput, RenderArgsOptions } from './render.ts';
 export {
   DEFAULT_RUN_DIR, DEFAULT_STATE_DIR, STATES_DIR, POD_FILES, POD_ENV, RUNPOD_ENV, IMAGE_REQUIREMENTS, HTTP_CLIENTS, DELETE_RULES, WATCHDOG_DEFAULTS,
+  VERDICT_BOUND_SECONDS, VERDICT_LAST_CALL_SECONDS,
   SSHD_HOST_KEY_PATH, SSHD_CONFIG_PATH, RUNS_DIR, podPath, runDirOf, stateDirOf, claimOf,
 } from './protocol.ts';
 export type { PodFile, DeleteRule } from './protocol.ts';
 export {
   POD_SHELLS, jobEnvFile, writeJobEnvCommand, startJobCommand, parseStartOutput, cancelJobCommand, parseCancelOutput,
-  markRetrievedCommand, setKeepCommand, parseAck, podStateCommand, parsePodState, parseVerdict, parseDeleteFailure, runDirSchema, stateDirSchema,
-  START_TAG, STATE_TAG, CANCEL_TAG, RETRIEVED_TAG, KEEP_TAG, ENV_TAG,
+  markRetrievedCommand, setKeepCommand, renewRetrieveGraceCommand, parseAck, podStateCommand, parsePodState, parseVerdict, parseDeleteFailure, runDirSchema, stateDirSchema,
+  START_TAG, STATE_TAG, CANCEL_TAG, RETRIEVED_TAG, KEEP_TAG, ENV_TAG, GRACE_TAG,
 } from './job.ts';
 export type { PodShell, StartJobOptions, StartResult, CancelJobOptions, CancelResult, PodStateOptions, PodState, Verdict, DeleteFailure } from './job.ts';

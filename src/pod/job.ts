@@ -34,6 +34,7 @@ export const CANCEL_TAG = 'runpod-operator-cancel';
 export const RETRIEVED_TAG = 'runpod-operator-retrieved';
 export const KEEP_TAG = 'runpod-operator-keep';
 export const ENV_TAG = 'runpod-operator-env';
+export const GRACE_TAG = 'runpod-operator-grace';
 
 /** Relative to the pod's state directory, which every command enters first. */
 const F = POD_FILES;
@@ -197,8 +198,23 @@ export function setKeepCommand(options: { stateDir?: string; keep: boolean }): s
   return [enterStateDir(stateDir, KEEP_TAG), `${writeAtomically(F.keep, value)} && echo '${KEEP_TAG} ${value}'`].join('\n');
 }
 
-/** Parses the one-word answer of writeJobEnvCommand, markRetrievedCommand or setKeepCommand. */
-export function parseAck(stdout: string, tag: typeof ENV_TAG | typeof RETRIEVED_TAG | typeof KEEP_TAG): string {
+/**
+ * Extends the retrieve grace to `seconds` from now on the pod's own clock (so a skewed clock changes
+ * nothing): retrieve.until, which the watchdog honours. Prints `runpod-operator-grace <until>`.
+ */
+export function renewRetrieveGraceCommand(options: { stateDir?: string; seconds: number }): string {
+  const stateDir = stateDirSchema.parse(options.stateDir);
+  const seconds = z.number().int().min(1).max(86_400).parse(options.seconds);
+  return [
+    enterStateDir(stateDir, GRACE_TAG),
+    "now=$(date +%s); case $now in '' | *[!0-9]*) echo '" + GRACE_TAG + " failed no-clock'; exit 1 ;; esac",
+    `until=$((now + ${seconds}))`,
+    `${writeAtomically(F.retrieveGrace, '"$until"')} && echo "${GRACE_TAG} $until"`,
+  ].join('\n');
+}
+
+/** Parses the one-word answer of writeJobEnvCommand, markRetrievedCommand, setKeepCommand or renewRetrieveGraceCommand. */
+export function parseAck(stdout: string, tag: typeof ENV_TAG | typeof RETRIEVED_TAG | typeof KEEP_TAG | typeof GRACE_TAG): string {
   const words = taggedLine(stdout, tag).split(' ');
   if (words[1] === 'failed') throw new Error(`${tag}: ${words.slice(2).join(' ')}`);
   return words[1] ?? '';

@@ -86,6 +86,13 @@ export const POD_FILES = {
   deleteFailed: 'watchdog.delete',
   /** keepPod as the controller last set it: "0" = not kept, anything else = kept. Absent: the create env decides. */
   keep: 'keep',
+  /**
+   * "<unix until>" on the pod's clock: the controller extends the retrieve grace to then while the results
+   * wait for a transfer slot or move, renewing it as it goes (renewRetrieveGraceCommand). Never past the deadline.
+   */
+  retrieveGrace: 'retrieve.until',
+  /** The headers of the watchdog's last curl call (for a 429's Retry-After), removed after each call. */
+  httpHeaders: 'watchdog.headers',
 } as const;
 
 export type PodFile = keyof typeof POD_FILES;
@@ -107,6 +114,8 @@ export const POD_ENV = {
   maxCostUsd: 'RUNPOD_OPERATOR_MAX_COST_USD',
   bootGrace: 'RUNPOD_OPERATOR_BOOT_GRACE',
   retrieveGrace: 'RUNPOD_OPERATOR_RETRIEVE_GRACE',
+  /** Seconds the watchdog probes its own pod before its verdict is final (VERDICT_BOUND_SECONDS). */
+  verdictBound: 'RUNPOD_OPERATOR_VERDICT_BOUND',
   keepPod: 'RUNPOD_OPERATOR_KEEP_POD',
   runDir: 'RUNPOD_OPERATOR_RUN_DIR',
   /** The pod's state directory on the container's disk (stateDirOf). */
@@ -141,8 +150,22 @@ export const HTTP_CLIENTS = ['curl', 'python3', 'wget'] as const;
 /** Watchdog defaults (seconds) when the env leaves a setting out. */
 export const WATCHDOG_DEFAULTS = { periodSeconds: 10, bootGraceSeconds: 1800, retrieveGraceSeconds: 3600 } as const;
 
+/**
+ * How long the watchdog keeps probing its own pod (a GET with the pod key) before its verdict is final:
+ * a GET lagging the create, a blip, a burst of 429s are waited out; a refusal (401/403) fails only when
+ * it lasted this long. Sent to the pod in the create env (RUNPOD_OPERATOR_VERDICT_BOUND).
+ */
+export const VERDICT_BOUND_SECONDS = 300;
+
+/**
+ * What the watchdog's verdict may take past its bound: its last probe's call (10 s timeout) and a second
+ * of its sleep, rounded up. The controller waits the bound plus this (plus its deadline margin) after
+ * readiness, so it never judges a verdict missing before the watchdog has given it.
+ */
+export const VERDICT_LAST_CALL_SECONDS = 15;
+
 /** Why the watchdog wanted the pod gone, as it records it in watchdog.delete. */
-export const DELETE_RULES = ['bootstrap', 'config', 'deadline', 'cost-cap', 'retrieved', 'retrieve-grace', 'boot-grace'] as const;
+export const DELETE_RULES = ['bootstrap', 'config', 'deadline', 'cost-cap', 'price-unknown', 'retrieved', 'retrieve-grace', 'boot-grace'] as const;
 export type DeleteRule = (typeof DELETE_RULES)[number];
 
 /** Where sshd's pinned host key and configuration live on the pod. */

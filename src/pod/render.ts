@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { POD_SHELLS, runDirSchema, stateDirSchema } from './job.ts';
-import { DEFAULT_STATE_DIR, POD_ENV, runDirOf, stateDirOf } from './protocol.ts';
+import { DEFAULT_STATE_DIR, POD_ENV, VERDICT_BOUND_SECONDS, runDirOf, stateDirOf } from './protocol.ts';
 
 /** The scripts as they ship: comment lines, blank lines and indentation dropped. */
 export function minifyScript(text: string): string {
@@ -90,6 +90,8 @@ export const podEnvInputSchema = z.strictObject({
     .optional(),
   bootGraceSeconds: positiveSeconds,
   retrieveGraceSeconds: positiveSeconds,
+  /** How long the watchdog probes its pod before its verdict is final; the controller's bound follows from the same constant. */
+  verdictBoundSeconds: positiveSeconds.default(VERDICT_BOUND_SECONDS),
   keepPod: z.boolean().default(false),
   /** The run's directory on the pod; by default its own, named by its UID (runDirOf). */
   runDir: runDirSchema.unwrap().optional(),
@@ -118,6 +120,7 @@ export function renderPodEnv(input: PodEnvInput): Record<string, string> {
     [POD_ENV.deadline]: String(v.deadline),
     [POD_ENV.bootGrace]: String(v.bootGraceSeconds),
     [POD_ENV.retrieveGrace]: String(v.retrieveGraceSeconds),
+    [POD_ENV.verdictBound]: String(v.verdictBoundSeconds),
     [POD_ENV.keepPod]: v.keepPod ? '1' : '0',
     [POD_ENV.runDir]: v.runDir ?? runDirOf(v.runUid),
     [POD_ENV.stateDir]: v.stateDir ?? stateDirOf(v.runUid),

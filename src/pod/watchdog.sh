@@ -21,7 +21,6 @@ API=${API%/}
 POD_ID=${RUNPOD_POD_ID:-}
 BOOT_FAILED=${RUNPOD_OPERATOR_BOOT_FAILED:-}
 UA=runpod-operator-watchdog/1
-PROBE_TRIES=5
 NL='
 '
 
@@ -48,6 +47,7 @@ PERIOD=$(uint_or "${RUNPOD_OPERATOR_WATCHDOG_PERIOD:-}" 10)
 [ "$PERIOD" -ge 1 ] 2>/dev/null || PERIOD=10
 BOOT_GRACE=$(uint_or "${RUNPOD_OPERATOR_BOOT_GRACE:-}" 1800)
 RETRIEVE_GRACE=$(uint_or "${RUNPOD_OPERATOR_RETRIEVE_GRACE:-}" 3600)
+VERDICT_BOUND=$(uint_or "${RUNPOD_OPERATOR_VERDICT_BOUND:-}" 300)
 DEADLINE=${RUNPOD_OPERATOR_DEADLINE:-}
 MAX_COST=${RUNPOD_OPERATOR_MAX_COST_USD:-}
 KEEP_ENV=${RUNPOD_OPERATOR_KEEP_POD:-0}
@@ -91,17 +91,23 @@ elif wget --version 2>/dev/null | grep -q 'GNU Wget'; then
   HTTP=wget
 fi
 
-# Each prints the body, a newline and the HTTP status. The key reaches curl through its config on
+# Each prints the body, a newline, the HTTP status and, after a space, the answer's Retry-After. The key reaches curl through its config on
 # stdin and python3 through its env (never argv or a log line); wget reads headers only from argv
 # or a regular file, so it gets a 0600 file in a private tmpfs directory that lives for the call.
 # Redirects are never followed with the key; 10 s timeouts.
 http_curl() {
+  # The headers go to a file: curl before 7.84 has no %header{} (the state directory may be unwritable: then none).
+  hf="$POD/watchdog.headers"
+  { : >"$hf"; } 2>/dev/null || hf=''
   printf 'header = "Authorization: Bearer %s"\n' "$RUNPOD_API_KEY" |
-    curl -s --max-time 10 -K - -A "$UA" -X "$1" -H 'Accept: application/json' \
+    curl -s --max-time 10 -K - -A "$UA" -X "$1" -H 'Accept: application/json' ${hf:+-D "$hf"} \
       ${3+-H 'Content-Type: application/json' --data "$3"} -w "$NL%{http_code}" "$API$2" 2>/dev/null
+  w=$?
+  [ -z "$hf" ] || { printf ' %s' "$(retry_after <"$hf")"; rm -f "$hf"; } 2>/dev/null
+  return $w
 }
 http_python3() {
-  python3 -c 'import os,sys,urllib.request as u;a=sys.argv;P=type("P",(u.HTTPErrorProcessor,),{"http_response":lambda s,q,r:r,"https_response":lambda s,q,r:r});d=a[4].encode() if len(a)>4 else None;h={"Authorization":"Bearer "+os.environ["RUNPOD_API_KEY"],"Accept":"application/json","User-Agent":a[1]};h.update({"Content-Type":"application/json"} if d else {});r=u.build_opener(P).open(u.Request(a[3],data=d,headers=h,method=a[2]),timeout=10);sys.stdout.write(r.read().decode("utf-8","replace")+"\n"+str(r.status))' \
+  python3 -c 'import os,sys,urllib.request as u;a=sys.argv;P=type("P",(u.HTTPErrorProcessor,),{"http_response":lambda s,q,r:r,"https_response":lambda s,q,r:r});d=a[4].encode() if len(a)>4 else None;h={"Authorization":"Bearer "+os.environ["RUNPOD_API_KEY"],"Accept":"application/json","User-Agent":a[1]};h.update({"Content-Type":"application/json"} if d else {});r=u.build_opener(P).open(u.Request(a[3],data=d,headers=h,method=a[2]),timeout=10);sys.stdout.write(r.read().decode("utf-8","replace")+"\n"+str(r.status)+" "+(r.headers.get("Retry-After") or ""))' \
     "$UA" "$1" "$API$2" ${3+"$3"} 2>/dev/null
 }
 http_wget() {
@@ -119,15 +125,22 @@ http_wget() {
   c=$(printf '%s\n' "$h" | sed -n 's/^ *HTTP\/[0-9.]* \([0-9][0-9][0-9]\).*/\1/p' | tail -n 1)
   b=$(cat "$d/body" 2>/dev/null)
   rm -rf "$d"
-  printf '%s\n%s' "$b" "${c:-000}"
+  printf '%s\n%s %s' "$b" "${c:-000}" "$(printf '%s\n' "$h" | sed 's/^ *//' | retry_after)"
   return $w
 }
 
-# api METHOD PATH [JSON]: sets API_CODE (000 = no answer), API_RC (the client's exit code) and API_BODY.
+# Whole seconds of a Retry-After header among the headers on stdin (an HTTP date is not used: backoff instead).
+retry_after() {
+  tr -d '\r' | tr 'A-Z' 'a-z' | sed -n 's/^retry-after:[[:space:]]*\([0-9][0-9]*\)[[:space:]]*$/\1/p' | tail -n 1
+}
+
+# api METHOD PATH [JSON]: sets API_CODE (000 = no answer), API_RC (the client's exit code), API_BODY and
+# API_RETRY_AFTER (whole seconds, or nothing).
 api() {
   API_CODE=000
   API_RC=0
   API_BODY=''
+  API_RETRY_AFTER=''
   # shellcheck disable=SC1003
   case ${RUNPOD_API_KEY:-} in
     '' | *'"'* | *'\'* | *"$NL"*)
@@ -146,6 +159,13 @@ api() {
   esac
   API_RC=$?
   code=${resp##*"$NL"}
+  case $code in
+    *' '*)
+      API_RETRY_AFTER=${code#* }
+      code=${code%% *}
+      ;;
+  esac
+  is_uint "$API_RETRY_AFTER" || API_RETRY_AFTER=''
   case $code in
     [0-9][0-9][0-9]) API_CODE=$code ;;
   esac
@@ -189,54 +209,119 @@ COST=''
 CREATED=''
 VERDICT=''
 
-# Proves the pod-scoped key can read its own pod, and learns its hourly cost and creation time.
-probe() {
+# What makes a probe pointless (nothing changes it while the pod lives): the verdict fails at once.
+probe_config() {
   if [ -z "$POD_ID" ]; then
     VERDICT='failed: RUNPOD_POD_ID is not set'
-    return
+  else
+    case $POD_ID in
+      *[!A-Za-z0-9_-]*) VERDICT='failed: RUNPOD_POD_ID is malformed' ;;
+    esac
   fi
-  case $POD_ID in
-    *[!A-Za-z0-9_-]*)
-      VERDICT='failed: RUNPOD_POD_ID is malformed'
-      return
+  if [ -z "$VERDICT" ] && [ -z "$HTTP" ]; then VERDICT="failed: $NO_HTTP"; fi
+}
+
+# One GET of its own pod with the pod key: 0 = this pod (its price and creation time learned), 1 = no
+# good answer, 2 = another pod answered. A price of 0 or none is unknown, never a price (API-NOTES §3:
+# the spec says 0.0 when EXITED; a create answer may lack it): COST stays empty.
+read_pod() {
+  api GET "/pods/$POD_ID"
+  [ "$API_CODE" = 200 ] || return 1
+  printf '%s' "$API_BODY" | tr -d '\n' | grep -q "\"id\"[[:space:]]*:[[:space:]]*\"$POD_ID\"" || return 2
+  c=$(json_number cost)
+  [ -n "$c" ] || c=$(json_number costPerHr)
+  if [ -n "$c" ] && awk -v c="$c" 'BEGIN { exit !(c > 0) }'; then COST=$c; fi
+  c=$(json_string createdAt)
+  u=$(iso_to_unix "$c")
+  [ -z "$u" ] || CREATED=$u
+  return 0
+}
+
+PROBE_AT=0
+PROBE_TRIES=0
+PROBE_WAIT=$PERIOD
+PROBE_REFUSED=1
+
+# The readiness probe, one try when due, beside the rules (the deadline holds while it waits): it proves
+# the pod key can read its own pod. Lags (a GET lags a create like the list, API-NOTES S6: 404), blips
+# and 429s are tried again (Retry-After, else a backoff of one to three periods) until the verdict bound
+# (the controller waits that long after readiness, and a little more); then it fails, as refused only
+# when every answer was 401/403.
+probe_step() {
+  [ -z "$VERDICT" ] && [ "$NOW" -ge "$PROBE_AT" ] || return 0
+  PROBE_TRIES=$((PROBE_TRIES + 1))
+  read_pod
+  case $? in
+    0) VERDICT=ok ;;
+    2) VERDICT="failed: GET /pods/$POD_ID answered another pod" ;;
+    *)
+      case $API_CODE in
+        401 | 403) ;;
+        *) PROBE_REFUSED=0 ;;
+      esac
+      if [ "$API_RC" = -1 ] || [ "$API_RC" = -2 ]; then
+        VERDICT="failed: GET /pods/$POD_ID: $(api_failure)"
+      elif [ $((NOW - START)) -ge "$VERDICT_BOUND" ]; then
+        if [ "$PROBE_REFUSED" = 1 ]; then
+          VERDICT="failed: GET /pods/$POD_ID: $(api_failure) throughout $VERDICT_BOUND s ($PROBE_TRIES tries)"
+        else
+          VERDICT="failed: GET /pods/$POD_ID: $(api_failure) after $PROBE_TRIES tries in $VERDICT_BOUND s"
+        fi
+      else
+        w=${API_RETRY_AFTER:-$PROBE_WAIT}
+        [ "$w" -ge 1 ] || w=1
+        PROBE_WAIT=$((PROBE_WAIT * 2))
+        [ "$PROBE_WAIT" -le $((PERIOD * 3)) ] || PROBE_WAIT=$((PERIOD * 3))
+        PROBE_AT=$((NOW + w))
+        [ "$PROBE_AT" -le $((START + VERDICT_BOUND)) ] || PROBE_AT=$((START + VERDICT_BOUND))
+        log "probe: GET /pods/$POD_ID: $(api_failure); trying again in $((PROBE_AT - NOW)) s"
+      fi
       ;;
   esac
-  if [ -z "$HTTP" ]; then
-    VERDICT="failed: $NO_HTTP"
-    return
+  [ -n "$VERDICT" ] && verdict_reached
+}
+
+# The verdict is final: recorded for the controller, and with ok, what the cost cap counts from.
+verdict_reached() {
+  put "$POD/watchdog" "$VERDICT"
+  log "verdict: $VERDICT"
+  [ "$VERDICT" = ok ] || return 0
+  if [ -z "$CREATED" ]; then
+    # The API's createdAt was unreadable: the first bootstrap of this pod (its pod file) is the next best
+    # start, else this watchdog's. A job running as root can write that file too (before a container restart): it may
+    # make the pod look older (costlier), never younger than this watchdog's own start.
+    CREATED=$START
+    p=''
+    [ -f "$POD/pod" ] && IFS= read -r p <"$POD/pod" 2>/dev/null
+    p=${p##* }
+    is_uint "$p" && [ "$p" -lt "$START" ] && CREATED=$p
   fi
-  try=1
-  while :; do
-    api GET "/pods/$POD_ID"
-    case $API_CODE in
-      200)
-        if printf '%s' "$API_BODY" | tr -d '\n' | grep -q "\"id\"[[:space:]]*:[[:space:]]*\"$POD_ID\""; then
-          VERDICT=ok
-          COST=$(json_number cost)
-          [ -n "$COST" ] || COST=$(json_number costPerHr)
-          c=$(json_string createdAt)
-          CREATED=$(iso_to_unix "$c")
-        else
-          VERDICT="failed: GET /pods/$POD_ID answered another pod"
-        fi
-        return
-        ;;
-      # 404 too: GET lags behind the create like the list does (API-NOTES S6), so a new pod may not
-      # see itself for a few seconds.
-      000 | 404 | 408 | 429 | 5??) ;;
-      *)
-        VERDICT="failed: GET /pods/$POD_ID: $(api_failure)"
-        return
-        ;;
-    esac
-    if [ "$try" -ge "$PROBE_TRIES" ]; then
-      VERDICT="failed: GET /pods/$POD_ID: $(api_failure) after $try tries"
-      return
+  if [ -n "$MAX_COST" ]; then
+    if [ -n "$COST" ]; then
+      log "cost cap: \$$MAX_COST at \$$COST/h from $CREATED"
+    else
+      log "cost cap: \$$MAX_COST: Runpod reports no price for the pod yet; read again every period, and the pod is deleted at the boot grace ($BOOT_GRACE s) if it stays unknown"
     fi
-    log "probe: GET /pods/$POD_ID: $(api_failure); trying again in $PERIOD s"
-    try=$((try + 1))
-    sleep "$PERIOD"
-  done
+  fi
+}
+
+PRICE_AT=0
+
+# The price, while the cost cap needs it and Runpod has not reported one: one GET per period (after a
+# 429, its Retry-After), within the pod key's own quota.
+price_step() {
+  [ "$VERDICT" = ok ] && [ -n "$MAX_COST" ] && [ -z "$COST" ] && [ "$NOW" -ge "$PRICE_AT" ] || return 0
+  read_pod
+  if [ -n "$COST" ]; then
+    log "cost cap: \$$MAX_COST at \$$COST/h from $CREATED (the price arrived)"
+  fi
+  PRICE_AT=$((NOW + ${API_RETRY_AFTER:-$PERIOD}))
+}
+
+# Under a cost cap, a price still unknown at the boot grace: a cap nobody can enforce is no cap (the
+# controller does not start a job on such a pod either).
+price_unknown() {
+  [ -n "$MAX_COST" ] && [ -z "$COST" ] && [ $((NOW - START)) -ge "$BOOT_GRACE" ]
 }
 
 DELETED_AT=''
@@ -368,6 +453,22 @@ spent() {
   awk -v c="$COST" -v s="$((NOW - CREATED))" 'BEGIN { printf "%.4f", c * s / 3600 }'
 }
 
+EXTENDED_SEEN=''
+
+# The controller extends the retrieve grace while the results wait for a transfer slot or move: the
+# file retrieve.until holds "<unix until>" on this pod's clock, renewed as long as the controller is
+# there; a controller that is gone renews nothing, and the grace ends at the last until. It extends
+# only the retrieve grace: the deadline and the cost cap come first in decide.
+grace_extended() {
+  u=$(read_uint "$POD/retrieve.until")
+  [ -n "$u" ] && [ "$NOW" -lt "$u" ] || return 1
+  if [ -z "$EXTENDED_SEEN" ]; then
+    log "the retrieve grace is extended by the controller while the results wait for a transfer (until $u, renewed as it goes)"
+  fi
+  EXTENDED_SEEN=$u
+  return 0
+}
+
 # The first reason to delete the pod now, or nothing; RULE names it in one word for the controller.
 REASON=''
 RULE=''
@@ -402,6 +503,11 @@ decide() {
     REASON="the cost cap was reached (spent about \$$(spent) at \$$COST/h, cap \$$MAX_COST)"
     return
   fi
+  if price_unknown; then
+    RULE=price-unknown
+    REASON="the cost cap (\$$MAX_COST) cannot be enforced: Runpod reported no price for the pod within the boot grace ($BOOT_GRACE s)"
+    return
+  fi
   # keepPod (and the keep file, which a job running as root can write too) exempts only from what follows the job's
   # end: the deadline and the cost cap above are absolute, and come only from the create env.
   if [ "$job" = 1 ] && kept; then
@@ -415,7 +521,7 @@ decide() {
   if [ "$job" = 1 ] && job_ended; then
     [ -n "$ENDED_SEEN" ] || ENDED_SEEN=$NOW
     e=$(ended_at)
-    if [ $((NOW - e)) -ge "$RETRIEVE_GRACE" ]; then
+    if [ $((NOW - e)) -ge "$RETRIEVE_GRACE" ] && ! grace_extended; then
       RULE=retrieve-grace
       REASON="the job ended at $e and its results were not retrieved within $RETRIEVE_GRACE s"
     fi
@@ -458,6 +564,17 @@ observe() {
   fi
 }
 
+# While the probe waits, the loop wakes for its next try (never past the verdict bound).
+nap() {
+  s=$PERIOD
+  if [ -z "$VERDICT" ]; then
+    w=$((PROBE_AT - NOW))
+    [ "$w" -ge 1 ] || w=1
+    [ "$w" -ge "$s" ] || s=$w
+  fi
+  sleep "$s"
+}
+
 now
 START=$NOW
 DEADLINE_BAD=0
@@ -466,41 +583,23 @@ COST_BAD=0
 if [ -n "$MAX_COST" ] && ! is_decimal "$MAX_COST"; then COST_BAD=1; fi
 { mkdir -p "$POD"; } 2>/dev/null
 
-log "start: pod ${POD_ID:-?} http=${HTTP:-none} run_dir=$RUN_DIR state_dir=$POD deadline=${DEADLINE:-none} max_cost_usd=${MAX_COST:-none} boot_grace=$BOOT_GRACE retrieve_grace=$RETRIEVE_GRACE keep=$KEEP_ENV period=$PERIOD api=$API"
+log "start: pod ${POD_ID:-?} http=${HTTP:-none} run_dir=$RUN_DIR state_dir=$POD deadline=${DEADLINE:-none} max_cost_usd=${MAX_COST:-none} boot_grace=$BOOT_GRACE retrieve_grace=$RETRIEVE_GRACE verdict_bound=$VERDICT_BOUND keep=$KEEP_ENV period=$PERIOD api=$API"
 
 if [ -n "$BOOT_FAILED" ]; then
   VERDICT="failed: the bootstrap failed: $BOOT_FAILED"
 else
-  probe
+  probe_config
 fi
-put "$POD/watchdog" "$VERDICT"
-log "verdict: $VERDICT"
-if [ "$VERDICT" = ok ]; then
-  if [ -z "$CREATED" ]; then
-    # The API's createdAt was unreadable: the first bootstrap of this pod (its pod file) is the next best
-    # start, else this watchdog's. A job running as root can write that file too (before a container restart): it may
-    # make the pod look older (costlier), never younger than this watchdog's own start.
-    CREATED=$START
-    p=''
-    [ -f "$POD/pod" ] && IFS= read -r p <"$POD/pod" 2>/dev/null
-    p=${p##* }
-    is_uint "$p" && [ "$p" -lt "$START" ] && CREATED=$p
-  fi
-  if [ -n "$MAX_COST" ]; then
-    if [ -n "$COST" ] && [ -n "$CREATED" ]; then
-      log "cost cap: \$$MAX_COST at \$$COST/h from $CREATED"
-    else
-      log "cost cap: \$$MAX_COST cannot be applied (cost=${COST:-unknown} createdAt=${CREATED:-unreadable})"
-    fi
-  fi
-fi
+[ -n "$VERDICT" ] && verdict_reached
 
 while :; do
   now
+  probe_step
+  price_step
   observe
   decide
   if [ -n "$REASON" ]; then
     delete_pod "$RULE" "$REASON"
   fi
-  sleep "$PERIOD"
+  nap
 done

@@ -112,6 +112,9 @@ export async function act(action: Action, ctx: ActContext): Promise<RunpodRunSta
       return undefined;
     case 'retrieveResults':
       return retrieve(ctx);
+    case 'renewRetrieveGrace':
+      await connectedHost(ctx).renewRetrieveGrace(action.seconds);
+      return undefined;
   }
 }
 

@@ -8,12 +8,15 @@ import { whatIsKnown } from './pod-ended.ts';
 import { fail, phase, step, wait, type Context, type Step } from './decide-step.ts';
 import { formatUsd, updateCost } from './decide-cost.ts';
 import { missingAtDeadline, podMissing, podStopped, watchdogCouldNotDelete } from './decide-pod-gone.ts';
+import { VERDICT_BOUND_SECONDS, VERDICT_LAST_CALL_SECONDS } from '../pod/index.ts';
+import { graceRenewal, retrieveGraceEnd } from './decide-grace.ts';
 
 /**
  * How long after readiness the controller waits for the bootstrap's and the watchdog's verdicts: the
- * watchdog's probe takes at most 5 tries of 10 s, a period apart; past this (+ the margin) it is broken.
+ * watchdog probes for VERDICT_BOUND_SECONDS (its create env says so) and gives its verdict by its last
+ * call's end; past this (+ the margin) it is broken. Never shorter than the watchdog's own bound.
  */
-const verdictBoundMs = 5 * 60_000;
+export const verdictBoundMs = (VERDICT_BOUND_SECONDS + VERDICT_LAST_CALL_SECONDS) * 1000;
 
 export function followPod(ctx: Context, spec: RunpodRunSpec): Step {
   const { obs, status } = ctx;
@@ -98,8 +101,8 @@ function gracePassed(ctx: Context, spec: RunpodRunSpec): [Reason, string] | unde
   if (!status.job?.startedAt && now > readySince(status) + spec.limits.bootGraceSeconds * 1000 + margin) {
     return ['BootTimeout', `no job started on pod ${name} within spec.limits.bootGraceSeconds (${spec.limits.bootGraceSeconds}s) of its readiness; deleted by the controller`];
   }
-  const ended = Date.parse(status.job?.finishedAt ?? '');
-  if (!spec.keepPod && !status.results?.retrievedAt && now > ended + spec.limits.retrieveGraceSeconds * 1000 + margin) {
+  // As renewed while a transfer waited or moved (status.pod.retrieveGraceUntil), which survives a restart.
+  if (!spec.keepPod && !status.results?.retrievedAt && now > retrieveGraceEnd(status, spec) + margin) {
     return ['ResultsUnverified', `the results of pod ${name} were not verified within spec.limits.retrieveGraceSeconds (${spec.limits.retrieveGraceSeconds}s) of the job's end; deleted by the controller`];
   }
   return undefined;
@@ -123,9 +126,10 @@ function followJob(ctx: Context, spec: RunpodRunSpec): Step {
     if (obs.now.getTime() > readySince(status) + verdictBoundMs + obs.settings.deadlineMarginMs) {
       pod.state = 'Deleting';
       const missing = state.bootstrap.status === 'pending' ? 'the bootstrap' : 'its watchdog';
-      return fail(ctx, 'BootFailed', `pod ${pod.name}: no verdict from ${missing} within ${verdictBoundMs / 60_000} minutes of readiness (+ --deadline-margin); the job is not started and the pod is deleted`);
+      return fail(ctx, 'BootFailed', `pod ${pod.name}: no verdict from ${missing} within ${verdictBoundMs / 1000}s of readiness (+ --deadline-margin); the job is not started and the pod is deleted`);
     }
-    phase(ctx, 'Running', 'PodReady', `pod ${pod.name} is ready; waiting for its watchdog to prove it can delete the pod`);
+    const what = state.bootstrap.status === 'pending' ? 'its bootstrap to finish' : 'its watchdog to prove that its key can read (and so delete) the pod';
+    phase(ctx, 'Running', 'PodReady', `pod ${pod.name} is ready; waiting for ${what} (up to ${VERDICT_BOUND_SECONDS}s: Runpod's answers may lag or be refused for a while)`);
     return wait(1000);
   }
   if (state.keep !== spec.keepPod) return step({ type: 'setKeep', keep: spec.keepPod });
@@ -182,12 +186,18 @@ function retrieve(ctx: Context, retrieving: string): Step {
   // A transfer in the pool: looked at again after a poll (the pool asks for a reconcile when it ends).
   const transferring = obs.transfer && obs.transfer.state !== 'settled' ? obs.transfer : undefined;
   const slot = transferring?.state === 'queued' ? `; waiting for a transfer slot (${transferring.ahead} ahead, --max-concurrent-transfers)` : '';
+  const spec = obs.spec.ok ? obs.spec.spec : undefined;
+  const renewal = spec && graceRenewal(ctx, spec);
+  const until = status.pod?.retrieveGraceUntil;
+  const extended = transferring && until && Date.parse(until) > obs.now.getTime() ? `; the pod's retrieve grace is extended to ${until} while it waits` : '';
+  // While in the pool the retrieval step only looks at the transfer: the renewal takes its place.
+  const action = renewal ? { type: 'renewRetrieveGrace' as const, seconds: renewal } : { type: 'retrieveResults' as const };
   if (obs.retrievalFailures > 0) {
     // The last attempt's findings stay the message: what was missing, different or refused is what the user acts on.
     const found = status.reason === 'ResultsUnverified' ? status.message : undefined;
     phase(ctx, 'Retrieving', 'ResultsUnverified', found ?? `the results could not be verified yet (try ${obs.retrievalFailures}); the pod stays for spec.limits.retrieveGraceSeconds`);
-    return step({ type: 'retrieveResults' }, transferring ? obs.settings.pollIntervalMs : exponentialDelay(2000, 60_000, obs.retrievalFailures));
+    return step(action, transferring ? obs.settings.pollIntervalMs : exponentialDelay(2000, 60_000, obs.retrievalFailures));
   }
-  phase(ctx, 'Retrieving', 'Retrieving', `${retrieving}${slot}`);
-  return step({ type: 'retrieveResults' }, transferring ? obs.settings.pollIntervalMs : 0);
+  phase(ctx, 'Retrieving', 'Retrieving', `${retrieving}${slot}${extended}`);
+  return step(action, transferring ? obs.settings.pollIntervalMs : 0);
 }

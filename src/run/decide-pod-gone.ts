@@ -6,6 +6,7 @@ import type { Reason } from '../api/status.ts';
 import type { DeleteFailure } from '../pod/index.ts';
 import { reasonOfDeleteRule, whatIsKnown } from './pod-ended.ts';
 import { fail, newPodListLagToleranceMs, phase, step, wait, type Context, type Step } from './decide-step.ts';
+import { retrieveGraceEnd } from './decide-grace.ts';
 
 /**
  * Spacing between the looks that judge a pod gone on its own (nobody here deleted it): Runpod's GET
@@ -90,7 +91,7 @@ function startAgain(ctx: Context, deadline: number): Step | undefined {
   const spec = obs.spec.ok ? obs.spec.spec : undefined;
   if (!spec || spec.cancel || !conditionIs(status, 'PodReady') || !job?.finishedAt || job.exitCode === undefined || status.results?.retrievedAt) return undefined;
   const now = obs.now.getTime();
-  const graceEnd = spec.keepPod ? Infinity : Date.parse(job.finishedAt) + spec.limits.retrieveGraceSeconds * 1000;
+  const graceEnd = spec.keepPod ? Infinity : retrieveGraceEnd(status, spec);
   if (now >= Math.min(watchdogDeadline(ctx, deadline), graceEnd) || nearCostCap(ctx)) return undefined;
   if (!pod.startedAgainAt) {
     pod.startedAgainAt = obs.now.toISOString();
@@ -164,7 +165,7 @@ function whyThePodWent(ctx: Context, deadline: number, how: 'disappeared' | 'EXI
     return ['BootTimeout', `no job started on pod ${name} within spec.limits.bootGraceSeconds and it ${by}`];
   }
   // The watchdog counts the retrieve grace from the job's end, on the pod's clock (finishedAt is the pod's).
-  if (limits && status.job?.finishedAt && !status.results?.retrievedAt && now >= Date.parse(status.job.finishedAt) + limits.retrieveGraceSeconds * 1000) {
+  if (obs.spec.ok && status.job?.finishedAt && !status.results?.retrievedAt && now >= retrieveGraceEnd(status, obs.spec.spec)) {
     return ['ResultsUnverified', `the results of pod ${name} were not retrieved within spec.limits.retrieveGraceSeconds and it ${by}`];
   }
   const lost = how === 'disappeared' ? 'disappeared from Runpod' : `went ${how}`;

@@ -1,12 +1,12 @@
 // The SSH side of act(), behind one small interface: probe the pod's sshd, and over the reconcile's
-// one connection read the pod's state, set keepPod, start the job, cancel it. The implementation
+// one connection read the pod's state, set keepPod, start the job, cancel it, extend the retrieve grace. The implementation
 // over job-steps.ts binds the connection and the run's directories on the pod; act's table tests
 // run on a fake (test/run/act.test.ts). Retrieval is not here: it is retrieval.ts's (the transfer pool).
 import type { RunpodRunSpec } from '../api/spec.ts';
 import type { PodState } from '../pod/index.ts';
 import { connectPinned, type SshConnection } from '../ssh/index.ts';
 import type { JobInputs } from './job-inputs.ts';
-import { cancelJob, readPodState, setKeep, startJob, type PodDirs } from './job-steps.ts';
+import { cancelJob, readPodState, renewRetrieveGrace, setKeep, startJob, type PodDirs } from './job-steps.ts';
 import type { SshSecret } from './run-api.ts';
 
 export interface ProbeTarget { host: string; port: number; keys: SshSecret }
@@ -20,6 +20,8 @@ export interface JobHost {
   setKeep(keep: boolean): Promise<void>;
   startJob(spec: RunpodRunSpec, inputs: JobInputs): Promise<void>;
   cancelJob(): Promise<void>;
+  /** While a transfer waits or moves: the pod's retrieve grace lasts `seconds` from now at least. */
+  renewRetrieveGrace(seconds: number): Promise<void>;
 }
 
 /** The message of every step tried without a connection. */
@@ -44,5 +46,6 @@ export function sshJobHost(ssh: SshConnection | undefined, dirs: PodDirs): JobHo
     setKeep: (keep) => setKeep(connection(), dirs.stateDir, keep),
     startJob: (spec, inputs) => startJob(connection(), dirs, spec, inputs),
     cancelJob: () => cancelJob(connection(), dirs.stateDir),
+    renewRetrieveGrace: (seconds) => renewRetrieveGrace(connection(), dirs.stateDir, seconds),
   };
 }

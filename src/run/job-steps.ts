@@ -6,7 +6,7 @@ import { join, posix } from 'node:path';
 import { DEFAULT_RESULTS_MAX_BYTES, byteSizeValue, type RunpodRunSpec } from '../api/spec.ts';
 import {
   cancelJobCommand, jobEnvFile, markRetrievedCommand, parseAck, parseCancelOutput, parsePodState,
-  parseStartOutput, podPath, podStateCommand, setKeepCommand, startJobCommand, writeJobEnvCommand, RETRIEVED_TAG, KEEP_TAG, ENV_TAG,
+  parseStartOutput, podPath, podStateCommand, renewRetrieveGraceCommand, setKeepCommand, startJobCommand, writeJobEnvCommand, RETRIEVED_TAG, KEEP_TAG, ENV_TAG, GRACE_TAG,
   type PodState,
 } from '../pod/index.ts';
 import { commitResults, discardStaging, jobLogName, resultsSubdirectory, stagingDirectory } from '../results/store.ts';
@@ -27,6 +27,12 @@ export async function readPodState(ssh: SshConnection, stateDir: string, signal?
 export async function setKeep(ssh: SshConnection, stateDir: string, keep: boolean): Promise<void> {
   const result = await execChecked(ssh, setKeepCommand({ stateDir, keep }), 'setting keepPod on the pod', commandTimeout);
   parseAck(result.stdout.toString('utf8'), KEEP_TAG);
+}
+
+/** Extends the pod's retrieve grace to `seconds` from now on its own clock (retrieve.until, which the watchdog honours). */
+export async function renewRetrieveGrace(ssh: SshConnection, stateDir: string, seconds: number): Promise<void> {
+  const result = await execChecked(ssh, renewRetrieveGraceCommand({ stateDir, seconds }), 'extending the retrieve grace on the pod', commandTimeout);
+  parseAck(result.stdout.toString('utf8'), GRACE_TAG);
 }
 
 /** Files first, then the env (0600, over stdin: never on a command line), then the detached start. */

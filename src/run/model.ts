@@ -103,7 +103,9 @@ export type Action =
   | { type: 'setKeep'; keep: boolean }
   | { type: 'startJob' }
   | { type: 'cancelJob' }
-  | { type: 'retrieveResults' };
+  | { type: 'retrieveResults' }
+  /** While a transfer waits or moves: the pod's retrieve grace is extended to this many seconds from now (retrieve.until). */
+  | { type: 'renewRetrieveGrace'; seconds: number };
 
 export interface RunEvent { type: 'Normal' | 'Warning'; reason: Reason; note: string }
 

@@ -22,6 +22,7 @@ export function reasonOfDeleteRule(failure: DeleteFailure, status: RunpodRunStat
     case 'deadline':
       return 'DeadlineExceeded';
     case 'cost-cap':
+    case 'price-unknown':
       return 'CostCapReached';
     case 'boot-grace':
       return 'BootTimeout';

@@ -2,10 +2,11 @@
 // over a slow link (simulator fault slow-link) while another run is deleted; its deletion and
 // finalizer complete while the transfer still runs, and the transfer then finishes verified. With
 // one transfer slot, a second retrieval waits in line and says so; deleting the run that holds the
-// slot aborts its transfer and the next one starts. Every test ends with the leak check.
+// slot aborts its transfer and the next one starts; a run whose results wait in line past its retrieve
+// grace keeps its pod, since the controller renews the grace while it waits. Every test ends with the leak check.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { injectFault } from '../runpod-sim/client.ts';
+import { injectFault, simPods } from '../runpod-sim/client.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { hasCondition, runManifest, withWorld, type World } from '../support/operator.ts';
 
@@ -49,13 +50,13 @@ test('a deleted run\'s finalizer completes while another run\'s long retrieval h
 const waiting = /waiting for a transfer slot \(1 ahead, --max-concurrent-transfers\)/;
 
 /** A run with large results whose pod's link is slowed as soon as its job runs. */
-async function slowRetrieval(world: World, name: string): Promise<void> {
+async function slowRetrieval(world: World, name: string, bytesPerSecond = linkBytesPerSecond): Promise<void> {
   await world.apply(runManifest(name, {
     job: { command: ['sh', '-c', `mkdir -p output && head -c ${resultBytes} /dev/urandom > output/big.bin && sleep 20`] },
     results: { path: 'output' },
   }));
   const run = await world.waitForRun(name, 'running its job', (r) => r.status?.reason === 'JobRunning', 120_000);
-  await injectFault(world.sim.adminUrl, { fault: 'slow-link', podId: run.status!.pod!.id!, bytesPerSecond: linkBytesPerSecond });
+  await injectFault(world.sim.adminUrl, { fault: 'slow-link', podId: run.status!.pod!.id!, bytesPerSecond });
 }
 
 async function oneWaitingForASlot(world: World, names: string[]): Promise<string> {
@@ -83,4 +84,33 @@ test('one transfer slot: the second retrieval waits in line and says so; deletin
     assert.equal(next.status?.phase, 'Retrieving', JSON.stringify(next.status));
     assert.equal(next.status?.results?.retrievedAt, undefined, 'still transferring');
     await world.deleteRun(inLine);
+  }));
+
+test('one transfer slot: a run whose results wait in line past its retrieve grace keeps its pod (the controller renews the grace) and succeeds', () =>
+  withWorld('queued-grace', async (world) => {
+    await world.stopController();
+    await world.startController({ maxConcurrentTransfers: '1' });
+    // About 75 s for its results.
+    await slowRetrieval(world, 'first', 40_000);
+    await world.waitForRun('first', 'in the slot', (r) => r.status?.phase === 'Retrieving', 120_000);
+    // Small results and the shortest grace: its job ends while the first transfer holds the only slot.
+    const graceSeconds = 30;
+    await world.apply(runManifest('second', {
+      job: { command: ['sh', '-c', 'mkdir -p output && echo done > output/a.txt'] }, results: { path: 'output' },
+      limits: { maxRuntimeSeconds: 600, readyTimeoutSeconds: 60, retrieveGraceSeconds: graceSeconds },
+    }));
+    await world.waitForRun('second', 'waiting for the slot', (r) => waiting.test(r.status?.message ?? ''), 120_000);
+    const done = await world.waitForRun('second', 'ended', (r) => r.status?.phase === 'Succeeded' || r.status?.phase === 'Failed', 300_000);
+    assert.equal(done.status?.phase, 'Succeeded', JSON.stringify(done.status));
+    assert.equal(done.status?.results?.files, 1);
+    // The premise: its results waited longer than the grace and the margin (5 s) after the job's end.
+    const waited = Date.parse(done.status?.results?.retrievedAt ?? '') - Date.parse(done.status?.job?.finishedAt ?? '');
+    assert.ok(waited > (graceSeconds + 5) * 1000, `the results waited only ${waited} ms: the test proves nothing`);
+    const pods = await simPods(world.sim.adminUrl);
+    const second = pods.find((pod) => pod.id === done.status?.pod?.id);
+    assert.notEqual(second?.deletedBy, 'pod', 'its watchdog did not delete it unfetched');
+    const first = await world.waitForRun('first', 'ended', (r) => r.status?.phase === 'Succeeded' || r.status?.phase === 'Failed', 300_000);
+    assert.equal(first.status?.phase, 'Succeeded', JSON.stringify(first.status));
+    await world.deleteRun('first');
+    await world.deleteRun('second');
   }));

@@ -1,6 +1,7 @@
 // The watchdog when the live service or the image is less kind (real simulated pods, both shells):
 // a pod key that may read its pod but not delete it (API-NOTES §4.1 "delete permission varies by
-// deployment"), and images without curl (python3, then GNU wget, then nothing at all).
+// deployment"), a GET that lags the create (listLag.get) longer than a few tries, and images without
+// curl (python3, then GNU wget, then nothing at all).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parsePodState, podStateCommand, type PodState } from '../../src/pod/job.ts';
@@ -90,6 +91,20 @@ for (const shell of SHELLS) {
     }));
     }
   });
+
+  test(`a GET of the new pod that answers 404 for 10 s (listLag.get): the probe outlasts it, the verdict is ok (${shell})`, () =>
+    withSim({ listLag: { createdMs: 10_000, get: true } }, async (sim) => {
+      const k = await keys();
+      const id = await createPod(sim, { name: name('lagging-get'), shell, keys: k, input: { verdictBoundSeconds: 60 } });
+      const port = await sshPort(sim, id, 60_000);
+      const state = await waitFor('the watchdog\'s verdict', async () => {
+        const read = await podState(port, k);
+        return read.watchdog.status !== 'pending' ? read : undefined;
+      }, 60_000, 500);
+      const logs = await simPodLogs(sim.adminUrl, id);
+      assert.deepEqual(state.watchdog, { status: 'ok' }, logs);
+      assert.match(logs, new RegExp(`watchdog: probe: GET /pods/${id}: HTTP 404; trying again in \\d+ s`));
+    }));
 
   describe(`images without curl (${shell})`, { concurrency: true }, () => {
     for (const [image, client] of [['no-curl', 'python3'], ['no-curl-no-python', 'wget']] as const) {

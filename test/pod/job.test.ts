@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import {
   cancelJobCommand, jobEnvFile, markRetrievedCommand, parseAck, parseCancelOutput, parsePodState, parseStartOutput,
-  podStateCommand, setKeepCommand, startJobCommand, writeJobEnvCommand, type PodState,
+  podStateCommand, renewRetrieveGraceCommand, setKeepCommand, startJobCommand, writeJobEnvCommand, type PodState,
 } from '../../src/pod/job.ts';
 import { SHELLS, runShell, waitFor } from './helpers.ts';
 
@@ -167,6 +167,19 @@ for (const shell of SHELLS) {
       const start = await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), command: ['true'], shell }));
       assert.deepEqual(parseStartOutput(start.stdout), { outcome: 'cancelled' });
       assert.equal((await state(dir)).job.status, 'none');
+    });
+
+    test('the retrieve grace is renewed on the pod\'s own clock: retrieve.until = its now + the seconds asked', async () => {
+      const dir = runDir();
+      const before = Math.floor(Date.now() / 1000);
+      const renewed = await runShell(shell, renewRetrieveGraceCommand({ stateDir: stateOf(dir), seconds: 120 }));
+      const after = Math.floor(Date.now() / 1000);
+      const until = Number(parseAck(renewed.stdout, 'runpod-operator-grace'));
+      assert.ok(until >= before + 120 && until <= after + 120, `${until} for ${before}..${after}`);
+      assert.equal(readFileSync(join(stateOf(dir), 'retrieve.until'), 'utf8'), `${until}\n`);
+      assert.throws(() => renewRetrieveGraceCommand({ stateDir: stateOf(dir), seconds: 0 }));
+      const missing = await runShell(shell, renewRetrieveGraceCommand({ stateDir: join(dir, 'nope'), seconds: 60 }));
+      assert.throws(() => parseAck(missing.stdout, 'runpod-operator-grace'), /no-state-directory/);
     });
 
     test('retrieved and keep markers; a missing run directory is reported, not an error', async () => {

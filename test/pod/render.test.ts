@@ -45,6 +45,7 @@ describe('renderPodEnv', () => {
       RUNPOD_OPERATOR_MAX_COST_USD: '25.00',
       RUNPOD_OPERATOR_BOOT_GRACE: '1800',
       RUNPOD_OPERATOR_RETRIEVE_GRACE: '3600',
+      RUNPOD_OPERATOR_VERDICT_BOUND: '300',
       RUNPOD_OPERATOR_KEEP_POD: '0',
       // The run's own directory, named by its UID (runs sharing a network volume never meet).
       RUNPOD_OPERATOR_RUN_DIR: '/workspace/runpod-operator/9d3c2b1a-0000-4000-8000-000000000002',

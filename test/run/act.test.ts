@@ -67,6 +67,7 @@ function harness(options: HarnessOptions = {}): Harness {
     setKeep: (keep) => { calls.push(`setKeep ${keep}`); return Promise.resolve(); },
     startJob: (_spec, inputs) => { calls.push(`startJob ${Object.keys(inputs.env).join(',')}`); return Promise.resolve(); },
     cancelJob: () => { calls.push('cancelJob'); return Promise.resolve(); },
+    renewRetrieveGrace: (seconds) => { calls.push(`renewRetrieveGrace ${seconds}`); return Promise.resolve(); },
     ...options.host,
   };
   const run = { apiVersion: 'v1', kind: 'RunpodRun', metadata: { name: 'r', namespace: 'ns', uid: 'uid-1' }, spec: {}, status } as unknown as RunpodRun;
@@ -432,8 +433,8 @@ test('startJob without its inputs throws before touching the pod', async () => {
   assert.deepEqual(h.calls, []);
 });
 
-for (const action of [{ type: 'cancelJob' }, { type: 'setKeep', keep: true }, { type: 'setKeep', keep: false }] as const) {
-  const label = action.type === 'setKeep' ? `setKeep ${action.keep}` : action.type;
+for (const action of [{ type: 'cancelJob' }, { type: 'setKeep', keep: true }, { type: 'setKeep', keep: false }, { type: 'renewRetrieveGrace', seconds: 120 }] as const) {
+  const label = action.type === 'setKeep' ? `setKeep ${action.keep}` : action.type === 'renewRetrieveGrace' ? `renewRetrieveGrace ${action.seconds}` : action.type;
   test(`${label} goes to the job host and learns nothing to write`, async () => {
     const h = harness();
     assert.equal(await act(action, h.ctx), undefined);
@@ -441,7 +442,7 @@ for (const action of [{ type: 'cancelJob' }, { type: 'setKeep', keep: true }, { 
   });
 }
 
-for (const action of [{ type: 'startJob' }, { type: 'cancelJob' }, { type: 'setKeep', keep: true }] as const) {
+for (const action of [{ type: 'startJob' }, { type: 'cancelJob' }, { type: 'setKeep', keep: true }, { type: 'renewRetrieveGrace', seconds: 120 }] as const) {
   test(`${action.type} without a connection to the pod throws and sends nothing`, async () => {
     const h = harness({ host: { connected: false } });
     await assert.rejects(act(action, h.ctx), /no SSH connection to the pod this time/);

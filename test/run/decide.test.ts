@@ -417,7 +417,7 @@ describe('decide: the job on a ready pod', () => {
   });
 
   test('the watchdog could not delete the pod (watchdog.delete): the controller deletes it now, the run ends for the watchdog\'s reason', () => {
-    const cases = [['deadline', 'DeadlineExceeded'], ['cost-cap', 'CostCapReached'], ['boot-grace', 'BootTimeout'], ['retrieve-grace', 'ResultsUnverified'], ['bootstrap', 'BootFailed'], ['unknown', 'PodLost']] as const;
+    const cases = [['deadline', 'DeadlineExceeded'], ['cost-cap', 'CostCapReached'], ['boot-grace', 'BootTimeout'], ['price-unknown', 'CostCapReached'], ['retrieve-grace', 'ResultsUnverified'], ['bootstrap', 'BootFailed'], ['unknown', 'PodLost']] as const;
     for (const [rule, reason] of cases) {
       const failure = { rule, at: 1_800_000_000, detail: 'DELETE: HTTP 403; terminate: HTTP 403; stop: HTTP 403' };
       const d = decide(observe({ ...listed(), podState: state({ deleteFailed: failure }, { status: 'running', startedAt: 1_800_000_000 }) }, readyStatus()));

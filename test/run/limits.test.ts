@@ -9,6 +9,7 @@ import type { RunpodRunStatus } from '../../src/api/status.ts';
 import { applyCreateOutcome, applyProbeOutcome, applyRetrievalOutcome, decide } from '../../src/run/decide.ts';
 import type { Observation, PodView } from '../../src/run/model.ts';
 import { buildCreatePodRequest } from '../../src/run/pod-request.ts';
+import { VERDICT_BOUND_SECONDS, VERDICT_LAST_CALL_SECONDS } from '../../src/pod/protocol.ts';
 import * as fixture from './fixture.ts';
 import { at, spec, ssh, state, t0, unixAt, type ValidSpec } from './fixture.ts';
 
@@ -89,17 +90,33 @@ describe('the controller bounds the watchdog\'s verdict, the boot grace and the 
   const long = spec({}, { maxRuntimeSeconds: 86_400, bootGraceSeconds: 300, retrieveGraceSeconds: 120 });
   const margin = 60;
 
-  test('no verdict from the watchdog within 5 minutes (+ margin) of readiness: the pod is deleted, BootFailed', () => {
+  test('no verdict from the watchdog within its probe bound, its last call and the margin of readiness: the pod is deleted, BootFailed', () => {
     const pending = state({ watchdog: { status: 'pending' } });
     // A boot grace longer than the verdict's bound, so that only the verdict's bound applies.
     const patient = spec({}, { maxRuntimeSeconds: 86_400, bootGraceSeconds: 1800 });
     const ready = readyStatus(2, patient);
-    const waiting = decide(observe(2 + 300 + margin - 1, ready, { spec: patient, podState: pending }));
-    assert.notEqual(waiting.status.pod?.state, 'Deleting');
-    const d = decide(observe(2 + 300 + margin + 1, ready, { spec: patient, podState: pending }));
+    // The watchdog probes for 300 s from its start (about readiness) and gives its verdict by its last call's end.
+    const bound = VERDICT_BOUND_SECONDS + VERDICT_LAST_CALL_SECONDS;
+    assert.equal(bound, 315);
+    const waiting = decide(observe(2 + bound + margin - 1, ready, { spec: patient, podState: pending }));
+    assert.notEqual(waiting.status.pod?.state, 'Deleting', waiting.status.message);
+    assert.match(waiting.status.message!, /waiting for its watchdog to prove that its key can read \(and so delete\) the pod \(up to 300s/);
+    const d = decide(observe(2 + bound + margin + 1, ready, { spec: patient, podState: pending }));
     assert.equal(d.status.reason, 'BootFailed');
     assert.match(d.status.message!, /verdict/);
     assert.equal(d.status.pod?.state, 'Deleting');
+  });
+
+  test('the create env tells the watchdog its probe bound, the one the controller waits for (plus its last call)', () => {
+    const verdict = spec();
+    assert.ok(verdict.ok);
+    const keys = { clientPrivateKey: 'x', clientPublicKey: 'ssh-ed25519 AAAA', hostPrivateKey: '-----BEGIN OPENSSH PRIVATE KEY-----\nx\n', hostPublicKey: 'ssh-ed25519 AAAA' };
+    const run = { metadata: { name: 'r', namespace: 'ns', uid: 'uid-1' } } as RunpodRun;
+    const body = buildCreatePodRequest({
+      run, spec: verdict.spec, attemptName: 'r-1', attemptNumber: 1, gpuType: 'A', sshKeys: keys,
+      clusterId: 'c', scope: 'cluster-wide', runpodApiUrl: 'https://api.runpod.io/v2', watchdogPeriodMs: 10_000, now: t0,
+    });
+    assert.equal(body.env?.RUNPOD_OPERATOR_VERDICT_BOUND, String(VERDICT_BOUND_SECONDS));
   });
 
   test('no job started within bootGraceSeconds (+ margin) of readiness, even with SSH down: deleted, BootTimeout', () => {
