@@ -153,10 +153,10 @@ export class RunReconciler {
     if (sshKeys && !finished) protectSshKeys(sshKeys);
     const status: RunpodRunStatus = structuredClone(run.status ?? {});
     // The job's inputs matter until the job has started: before renting, and for the start itself.
-    const jobInputs: JobInputsVerdict = spec && !status.job?.startedAt
+    const jobInputs: JobInputsVerdict = spec && !finished && !status.job?.startedAt
       ? await resolveJobInputs(this.runs, namespace, spec.job)
       : { ok: true, inputs: { env: {}, files: [] } };
-    if (spec && !status.job?.startedAt) this.#jobInputsRead.add(uid);
+    if (spec && !finished && !status.job?.startedAt) this.#jobInputsRead.add(uid);
     // A job started before this process did: its secrets are read once, only so that its output is redacted.
     else if (spec && !finished && !this.#jobInputsRead.has(uid)) {
       await resolveJobInputs(this.runs, namespace, spec.job);
