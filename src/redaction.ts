@@ -7,21 +7,21 @@
 // line by line: a failing job that prints one line of it must not put that line in an event. Every
 // form is registered as written and as JSON escapes it, since log lines are JSON.
 //
-// Matching is one map lookup per position of the text, by the entry's first PREFIX characters (every
-// entry is at least that long), so a line costs the same against ten entries or a hundred thousand.
-// Every occurrence of every entry is covered, overlapping ones merged into one [REDACTED].
+// Matching is a map lookup or two per position of the text (redaction-index.ts), so a line costs about
+// the same against ten entries or a hundred thousand. Every occurrence of every entry is covered,
+// overlapping ones merged into one [REDACTED].
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { EntryIndex, KEY } from './redaction-index.ts';
 
 export const REDACTED = '[REDACTED]';
-/** Shorter values are not worth redacting (and would scrub ordinary words). Also the matcher's prefix length. */
-export const MIN_SECRET_LENGTH = 8;
+/** Shorter values are not worth redacting (and would scrub ordinary words); the index needs KEY characters. */
+export const MIN_SECRET_LENGTH = KEY;
 /** A line of a multi-line value is redacted on its own from this length on. */
 export const MIN_LINE_LENGTH = 12;
 /** Lines of one value registered at most (a huge file must not crowd out everything else). */
 export const MAX_LINES_PER_VALUE = 4096;
 export const PROCESS_OWNER = 'process';
 
-const PREFIX = MIN_SECRET_LENGTH;
 const ARMOR = /^-----(BEGIN|END) [A-Z0-9 ]+-----$/;
 
 export interface SecretSetOptions {
@@ -57,8 +57,7 @@ export class SecretSet {
   /** Entry → its owners; Map order is registration order (a renewal moves an entry to the end). */
   readonly #owners = new Map<string, Set<string>>();
   readonly #byOwner = new Map<string, Set<string>>();
-  /** First PREFIX characters → the entries starting so, longest first. */
-  readonly #byPrefix = new Map<string, string[]>();
+  readonly #index = new EntryIndex();
   readonly #maxEntries: number;
   readonly #onBound: ((dropped: number, size: number) => void) | undefined;
 
@@ -88,7 +87,7 @@ export class SecretSet {
         this.#owners.set(form, owners);
       } else {
         this.#owners.set(form, new Set());
-        this.#index(form);
+        this.#index.add(form);
       }
       this.#owners.get(form)?.add(owner);
       owned.add(form);
@@ -109,15 +108,13 @@ export class SecretSet {
   }
 
   redact(text: string): string {
-    if (this.#owners.size === 0 || text.length < PREFIX) return text;
+    if (this.#owners.size === 0 || text.length < MIN_SECRET_LENGTH) return text;
     // Covered ranges, found left to right; merged as they come (starts only grow).
     const ranges: [number, number][] = [];
-    for (let i = 0; i + PREFIX <= text.length; i++) {
-      const candidates = this.#byPrefix.get(text.slice(i, i + PREFIX));
-      if (!candidates) continue;
-      const longest = candidates.find((entry) => text.startsWith(entry, i));
-      if (longest === undefined) continue;
-      const end = i + longest.length;
+    for (let i = 0; i + MIN_SECRET_LENGTH <= text.length; i++) {
+      const longest = this.#index.longestAt(text, i);
+      if (longest === 0) continue;
+      const end = i + longest;
       const last = ranges.at(-1);
       if (last && i <= last[1]) last[1] = Math.max(last[1], end);
       else ranges.push([i, end]);
@@ -132,23 +129,9 @@ export class SecretSet {
     return out + text.slice(at);
   }
 
-  #index(form: string): void {
-    const key = form.slice(0, PREFIX);
-    const list = this.#byPrefix.get(key);
-    if (!list) {
-      this.#byPrefix.set(key, [form]);
-      return;
-    }
-    list.push(form);
-    list.sort((a, b) => b.length - a.length);
-  }
-
   #remove(form: string): void {
     this.#owners.delete(form);
-    const key = form.slice(0, PREFIX);
-    const list = this.#byPrefix.get(key)?.filter((entry) => entry !== form);
-    if (list && list.length > 0) this.#byPrefix.set(key, list);
-    else this.#byPrefix.delete(key);
+    this.#index.remove(form);
   }
 
   #bound(): void {

@@ -2,6 +2,8 @@
 // a multi-line secret is redacted line by line, the set is bounded (the oldest run entries go first,
 // never the process's, and the caller is told), and every occurrence is covered, JSON-escaped too.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { createLogger, redact, registerSecret, registeredSecrets, releaseSecrets } from '../src/log.ts';
 import { PROCESS_OWNER, SecretSet, withSecretOwner } from '../src/redaction.ts';
@@ -78,4 +80,42 @@ test('every occurrence of every entry is covered; overlapping ones become one [R
   set.add('zzzzzzzz', 'uid');
   assert.equal(set.redact('1 abcdefgh1234wxyz 2 zzzzzzzzz 3 abcdefgh1234'), '1 [REDACTED] 2 [REDACTED] 3 [REDACTED]', 'zzzzzzzzz holds the entry twice, overlapping');
   assert.equal(set.redact('short'), 'short');
+});
+
+test('entries that share their beginnings, or are the beginning of one another: the longest present is covered, and removing one keeps the rest', () => {
+  const set = new SecretSet();
+  const entries = ['abcdefgh', 'abcdefghijkl', 'abcdefghijklmnopqrst', 'abcdefghijklmnopXYZ', 'abcdefghijklmnopqrstuvwxyz012'];
+  for (const entry of entries) set.add(entry, 'uid');
+  for (const entry of entries) assert.equal(set.redact(`<${entry}>`), '<[REDACTED]>', entry);
+  assert.equal(set.redact('abcdefghijklmnopqrstuvwxyz01'), '[REDACTED]uvwxyz01', 'the longest entry that is there');
+  set.release('uid');
+  set.add('abcdefgh', 'a');
+  set.add('abcdefghijkl', 'b');
+  set.add('abcdefghijklmnopqrst', 'c');
+  set.release('b');
+  assert.equal(set.redact('abcdefghijkl'), '[REDACTED]ijkl');
+  assert.equal(set.redact('abcdefghijklmnopqrst'), '[REDACTED]');
+  set.release('c');
+  set.release('a');
+  assert.equal(set.size, 0);
+  assert.equal(set.redact('abcdefghijklmnopqrst'), 'abcdefghijklmnopqrst');
+});
+
+test('the process-wide set at its bound logs an error with the counts, never a value', () => {
+  // Its own process: the bound is the product's (MAX_SECRET_ENTRIES), and the log goes to stdout.
+  const script = `
+    import { MAX_SECRET_ENTRIES, registerSecret, registeredSecrets } from ${JSON.stringify(join(import.meta.dirname, '../src/log.ts'))};
+    for (let i = 0; i <= MAX_SECRET_ENTRIES + 5; i++) registerSecret('bound-test-secret-' + String(i).padStart(7, '0'), 'uid-' + (i % 1000));
+    console.log(JSON.stringify({ size: registeredSecrets(), max: MAX_SECRET_ENTRIES }));
+  `;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  const lines = out.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+  const logged = lines.filter((line) => line.level === 'error');
+  assert.equal(logged.length, 1, 'logged once (at most once a minute)');
+  assert.match(String(logged[0]?.msg), /redaction set is full/);
+  assert.equal(logged[0]?.dropped, 1);
+  assert.ok(!out.includes('bound-test-secret-0000000'), 'no value in the log');
+  // pino writes asynchronously: the script's own line may come before or after the error.
+  const figures = lines.find((line) => line.level === undefined);
+  assert.ok(figures && figures.size === figures.max, `the set stays at its bound: ${JSON.stringify(figures)}`);
 });
