@@ -14,6 +14,7 @@ import { Reflector, resourcePath } from './kube/reflector.ts';
 import { healthRoutes, type HealthSources } from './health/probes.ts';
 import { startEndpoint, type Endpoint } from './http/endpoint.ts';
 import { createLogger, registerSecret, type Logger } from './log.ts';
+import { PROCESS_OWNER } from './redaction.ts';
 import { OperatorMetrics } from './metrics/metrics.ts';
 import type { S3Defaults } from './results/s3-store.ts';
 import { removeAbandonedStaging } from './results/store.ts';
@@ -76,7 +77,7 @@ async function referencedApiKeys(runs: RunpodRun[], reconciler: RunReconciler): 
   const keys: string[] = [];
   for (const ref of refs.values()) {
     const apiKey = await reconciler.runs.secretValue(ref.namespace, ref.secretName, ref.key).catch(() => undefined);
-    registerSecret(apiKey);
+    registerSecret(apiKey, PROCESS_OWNER);
     if (apiKey) keys.push(apiKey);
   }
   return keys;

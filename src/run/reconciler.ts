@@ -5,7 +5,8 @@ import { isDeepStrictEqual } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { finalizer, parseSpec, skipCleanupAnnotation, type RunpodRun } from '../api/runpodrun.ts';
 import type { RunpodRunStatus } from '../api/status.ts';
-import { registerSecret, type Logger } from '../log.ts';
+import { registerSecret, releaseSecrets, type Logger } from '../log.ts';
+import { withSecretOwner } from '../redaction.ts';
 import { s3SettingsFor, s3Uri, type S3Defaults, type S3StoreSettings } from '../results/s3-store.ts';
 import { committedObjects } from '../results/s3-verify.ts';
 import { openS3Target } from './s3-access.ts';
@@ -66,6 +67,8 @@ export class RunReconciler {
   #options: RunReconcilerOptions;
   #evidence = new RunEvidence();
   #credentialRetries = new Map<string, number>();
+  /** Runs whose job inputs this process has read (so registered their secrets), by UID. */
+  #jobInputsRead = new Set<string>();
 
   constructor(options: RunReconcilerOptions) {
     this.#options = options;
@@ -74,9 +77,14 @@ export class RunReconciler {
 
   async reconcile(key: string, call: ReconcileCall = {}): Promise<ReconcileResult> {
     const [namespace, name] = splitKey(key);
-    const { signal } = call;
     const run = await this.runs.get(namespace, name);
     if (!run) return {};
+    // What this reconcile registers for redaction is the run's: released when the run ends.
+    return withSecretOwner(run.metadata.uid, () => this.#reconcile(run, call));
+  }
+
+  async #reconcile(run: RunpodRun, call: ReconcileCall): Promise<ReconcileResult> {
+    const { signal } = call;
     signal?.throwIfAborted();
     const { obs, context } = await this.#observe(run, call);
     // Closing the connection ends whatever runs over it (an exec, a transfer) at once.
@@ -130,7 +138,11 @@ export class RunReconciler {
     const verdict = parseSpec(run.spec);
     const spec = verdict.ok ? verdict.spec : undefined;
     const secretKey = spec ? await this.runs.secretValue(namespace, spec.credentials.secretName, spec.credentials.key) : undefined;
-    registerSecret(secretKey);
+    // A finished run uses no SSH key, job secret or S3 key again (its account's key is the client's, held
+    // by the process): what it registered goes, and nothing is registered again at each resync.
+    const finished = isTerminal(run.status?.phase);
+    if (finished) this.#releaseSecrets(uid);
+    else registerSecret(secretKey);
     if (secretKey) this.#options.accounts.rememberRunKey(uid, secretKey);
     // A deleted run whose Secret went first still cleans up with the key it last used.
     const apiKey = secretKey ?? (run.metadata.deletionTimestamp ? this.#options.accounts.runKey(uid) : undefined);
@@ -138,12 +150,18 @@ export class RunReconciler {
     const snapshot = account?.observer.snapshot;
     if (snapshot) this.#evidence.forgetContradictedLooks((snapshot.byRun.get(uid) ?? []).map((pod) => pod.id), snapshot.listedAt);
     const { keys: sshKeys, foreign: sshSecretConflict } = await this.runs.readSshSecret(run);
-    if (sshKeys) protectSshKeys(sshKeys);
+    if (sshKeys && !finished) protectSshKeys(sshKeys);
     const status: RunpodRunStatus = structuredClone(run.status ?? {});
     // The job's inputs matter until the job has started: before renting, and for the start itself.
-    const jobInputs: JobInputsVerdict = spec && !status.job?.startedAt
+    const jobInputs: JobInputsVerdict = spec && !finished && !status.job?.startedAt
       ? await resolveJobInputs(this.runs, namespace, spec.job)
       : { ok: true, inputs: { env: {}, files: [] } };
+    if (spec && !finished && !status.job?.startedAt) this.#jobInputsRead.add(uid);
+    // A job started before this process did: its secrets are read once, only so that its output is redacted.
+    else if (spec && !finished && !this.#jobInputsRead.has(uid)) {
+      await resolveJobInputs(this.runs, namespace, spec.job);
+      this.#jobInputsRead.add(uid);
+    }
     const ssh = await this.#connectIfReady(run, status, sshKeys, call.signal);
     const jobHost = sshJobHost(ssh, { runDir: runDirOf(uid), stateDir: stateDirOf(uid) });
     const podState = ssh ? await jobHost.readState(call.signal).catch((error: unknown) => this.#unreadable(run, error)) : undefined;
@@ -265,8 +283,14 @@ export class RunReconciler {
     return requeue === 'none' ? {} : { requeueAfterMs: requeue.afterMs };
   }
 
+  #releaseSecrets(uid: string): void {
+    releaseSecrets(uid);
+    this.#jobInputsRead.delete(uid);
+  }
+
   #forget(run: RunpodRun, transfers: RetrievalPool | undefined): void {
     transfers?.abort(run.metadata.uid, 'the run is gone');
+    this.#releaseSecrets(run.metadata.uid);
     this.#credentialRetries.delete(run.metadata.uid);
     this.#options.accounts.forgetRun(run.metadata.uid);
     const podIds = [run.status?.pod?.id, ...(run.status?.strayPods ?? [])].filter((podId): podId is string => Boolean(podId));

@@ -12,6 +12,7 @@ import { retrieveResults } from './job-steps.ts';
 import { retrieveResultsToS3 } from './s3-retrieval.ts';
 import { uploadFromPod } from '../results/s3-direct.ts';
 import { isS3Failure, s3FailureText } from '../results/s3-errors.ts';
+import { withSecretOwner } from '../redaction.ts';
 import { openS3Target } from './s3-access.ts';
 import type { TransferPool } from './transfers.ts';
 
@@ -30,7 +31,9 @@ export async function retrieve(ctx: ActContext): Promise<RunpodRunStatus | undef
     if (!settled.ok) throw settled.error;
     return record(ctx, settled.value);
   }
-  pool.start(uid, `${ctx.run.metadata.namespace}/${ctx.run.metadata.name}`, (signal, progress) => transferOverOwnConnection(ctx, signal, progress), resultsLostAt(ctx));
+  // The pool may start it from another run's context: what it registers (S3 keys) is this run's.
+  const job = (signal: AbortSignal, progress: () => void) => withSecretOwner(uid, () => transferOverOwnConnection(ctx, signal, progress));
+  pool.start(uid, `${ctx.run.metadata.namespace}/${ctx.run.metadata.name}`, job, resultsLostAt(ctx));
   return undefined;
 }
 

@@ -7,6 +7,7 @@ import { addFinalizer, removeFinalizer } from '../kube/finalizers.ts';
 import { changeOf, StatusWriter } from '../kube/status.ts';
 import { registerSecret } from '../log.ts';
 import type { S3Credentials } from '../results/s3-store.ts';
+import { redactStatus } from './status-redaction.ts';
 
 export interface SshSecret { clientPrivateKey: string; clientPublicKey: string; hostPrivateKey: string; hostPublicKey: string }
 
@@ -69,7 +70,7 @@ export class RunApi {
 
   /** Writes the status when it differs; a stale resourceVersion is a ConflictError (requeued quietly). */
   async writeStatus(run: RunpodRun, status: RunpodRunStatus): Promise<RunpodRun> {
-    return (await this.#status.write(run, status)).object;
+    return (await this.#status.write(run, redactStatus(status))).object;
   }
 
   /**
@@ -78,7 +79,7 @@ export class RunApi {
    */
   async recordStatusChange(run: RunpodRun, before: RunpodRunStatus, after: RunpodRunStatus, onConflict?: () => void): Promise<RunpodRun> {
     const reread = () => this.get(run.metadata.namespace, run.metadata.name);
-    return (await this.#status.update(run, changeOf(before, after), reread, { onConflict })).object;
+    return (await this.#status.update(run, changeOf(redactStatus(before), redactStatus(after)), reread, { onConflict })).object;
   }
 
   async setFinalizer(run: RunpodRun, present: boolean): Promise<RunpodRun> {

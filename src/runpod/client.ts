@@ -290,7 +290,9 @@ export function createRunpodClient(options: RunpodClientOptions): RunpodClient {
       );
       for (const pod of answer.pods) byId.set(pod.id, pod);
       const next = answer.pagination?.nextCursor;
-      if (!next || answer.pagination?.hasNextPage === false) return [...byId.values()];
+      if (answer.pagination?.hasNextPage === false || (!next && answer.pagination?.hasNextPage !== true)) return [...byId.values()];
+      // Pods beyond this page exist and cannot be read: a shorter list would make them look gone.
+      if (!next) throw new RunpodError({ kind: 'unexpected', operation: 'listPods', detail: 'Runpod said a next page of pods follows but gave no cursor for it' });
       if (seen.has(next)) throw new RunpodError({ kind: 'unexpected', operation: 'listPods', detail: 'Runpod repeated a pagination cursor' });
       seen.add(next);
       cursor = next;

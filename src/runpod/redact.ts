@@ -2,13 +2,15 @@
 // Exact-match redaction is not enough for that, so any run of 12+ characters taken from a registered
 // key is scrubbed too, along with anything shaped like a Runpod key.
 import { redact as redactRegistered, registerSecret } from '../log.ts';
+import { PROCESS_OWNER } from '../redaction.ts';
 
 const MIN_FRAGMENT = 12;
 const keys = new Set<string>();
 
 /** Registers an API key: exact and partial echoes of it are removed from every Runpod error text. */
 export function registerApiKey(key: string): void {
-  registerSecret(key);
+  // The account's client outlives any one run of it: the process holds its key.
+  registerSecret(key, PROCESS_OWNER);
   if (key.length >= 8) keys.add(key);
 }
 

@@ -44,6 +44,7 @@ describe('the chaos schedule', () => {
     assert.ok(drawn.some((c) => c.listLag.get));
     assert.ok(drawn.some((c) => c.spendRateUsdPerHour < 5) && drawn.some((c) => c.spendRateUsdPerHour === 80));
     assert.ok(drawn.some((c) => c.podKeysMayNotDelete) && drawn.some((c) => !c.podKeysMayNotDelete));
+    assert.ok(drawn.some((c) => c.pageSize !== null) && drawn.some((c) => c.pageSize === null));
     for (const conditions of drawn) parseConfig(simConfig(5, conditions));
     assert.deepEqual(buildSchedule({ runs: 10, seed: 3, conditions: 'plain' }).conditions, plainConditions);
     // Drawn after everything else: a seed's runs, faults and kills do not depend on them.

@@ -5,7 +5,7 @@
 //   --only-faults a,b fault generators to draw from    --windows a,b   kill windows to cycle through
 //   --stock N         GPUs of stock (default 5)        --settle S      seconds without a run ending before the wait for the rest stops (default 600; 3x in all)
 //   --hold-kept B     before deleting, wait for kept pods' deadline + margin (default true)
-//   --conditions C    drawn (default: list lag, boot statuses, spend limit, pod-key refusals drawn from the seed) or plain
+//   --conditions C    drawn (default: list lag, boot statuses, spend limit, pod-key refusals, paged lists drawn from the seed) or plain
 //   --work-dir DIR    where logs, results and report.json go (default: a temp directory)
 //   --kubeconfig F    use this API server instead of starting one
 import { mkdtempSync, writeFileSync } from 'node:fs';

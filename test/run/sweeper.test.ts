@@ -9,16 +9,16 @@ import { Accounts } from '../../src/run/accounts.ts';
 import { installScope } from '../../src/run/ownership.ts';
 import { Sweeper, type StrayPod, type SweeperOptions } from '../../src/run/sweeper.ts';
 import { createRunpodClient, type RunpodClient } from '../../src/runpod/index.ts';
-import { assertNoLeaks, simPods } from '../runpod-sim/client.ts';
-import { startSimulator, type RunningSimulator } from '../runpod-sim/server.ts';
+import { assertNoLeaks, injectFault, simPods } from '../runpod-sim/client.ts';
+import { startSimulator, type RunningSimulator, type SimConfigInput } from '../runpod-sim/server.ts';
 
 const apiKey = 'rpa_SWEEPER_TEST_KEY_0123456789';
 
 interface SweepWorld { sim: RunningSimulator; accounts: Accounts; client: RunpodClient; logger: Logger; logLines: string[] }
 
 /** A simulator, the account the sweeper knows, a client to make pods with, a logger whose lines the test reads; then the leak check. */
-async function withSweepWorld(body: (world: SweepWorld) => Promise<void>, observed: { pollIntervalMs?: number; onPodsChanged?: (uids: string[]) => void } = {}): Promise<void> {
-  const sim = await startSimulator({ apiKeys: [apiKey] });
+async function withSweepWorld(body: (world: SweepWorld) => Promise<void>, observed: { pollIntervalMs?: number; onPodsChanged?: (uids: string[]) => void; sim?: SimConfigInput } = {}): Promise<void> {
+  const sim = await startSimulator({ apiKeys: [apiKey], config: observed.sim });
   const accounts = new Accounts({
     baseUrl: sim.baseUrl, clusterId: 'cluster-a', pollIntervalMs: observed.pollIntervalMs ?? 1000, logger: createLogger('silent'), onPodsChanged: observed.onPodsChanged ?? (() => {}),
   });
@@ -147,3 +147,46 @@ test('the sweeper\'s list serves the runs of an account in use too: they need no
     assert.deepEqual(changed.at(-1), ['uid-live'], 'the run is told, as by a poll');
   }, { pollIntervalMs: 600_000, onPodsChanged: (uids) => changed.push(uids) });
 });
+
+// Longer than a failed list's retries (4 attempts, backoff up to 3.5 s), so the deleted pod is still listed after one.
+const listLagAfterDeleteMs = 6000;
+
+test('over paged lists, a page that fails makes the whole list unusable: nothing is judged or confirmed on the pages that were read', () => withSweepWorld(async ({ sim, accounts, client, logger, logLines }) => {
+  const scope = installScope('team-a');
+  const create = (name: string, run: string) => client.createPod({
+    name, image: 'img', gpu: { id: 'NVIDIA A40', count: 1 }, args: 'sleep 600',
+    env: { [POD_ENV.cluster]: 'cluster-a', [POD_ENV.scope]: scope, [POD_ENV.run]: run },
+  });
+  // Pages of two, in creation order: [live-a, live-b] [stray, live-c].
+  await create('live-a-1', 'uid-a');
+  await create('live-b-1', 'uid-b');
+  const stray = await create('gone-1', 'uid-gone');
+  await create('live-c-1', 'uid-c');
+  const confirmed: StrayPod[] = [];
+  const live = new Set(['uid-a', 'uid-b', 'uid-c']);
+  const sweeper = new Sweeper({
+    accounts, logger, intervalMs: 60_000, graceMs: 0, deadlineMarginMs: 60_000, owner: { clusterId: 'cluster-a', scope },
+    cachedRunUids: () => live, liveRunUids: () => Promise.resolve(live), referencedApiKeys: () => Promise.resolve([apiKey]),
+    onConfirmed: (pod) => confirmed.push(pod),
+  });
+  const failSecondPage = () => injectFault(sim.adminUrl, { fault: 'http-5xx', method: 'GET', path: '/v2/pods', pages: 'later', status: 503, count: 4 });
+  const failedLists = () => logLines.filter((line) => line.includes('listing pods for the stray sweep failed')).length;
+
+  await failSecondPage();
+  assert.deepEqual(await sweeper.sweep(), [], 'no list, no judgement');
+  assert.equal(failedLists(), 1, 'the failed list is logged');
+  assert.deepEqual(await sweeper.sweep(), [stray.id], 'a whole list finds the stray on page 2');
+  // The deleted pod is still listed for a while (list lag): only a whole list may say it is gone.
+  await failSecondPage();
+  assert.deepEqual(await sweeper.sweep(), []);
+  assert.equal(failedLists(), 2);
+  assert.equal(confirmed.length, 0, 'page 1 alone does not confirm a deletion');
+  assert.deepEqual(await sweeper.sweep(), [stray.id], 'a whole list still shows it: sent again, not confirmed');
+  assert.equal(confirmed.length, 0);
+  const deletedAt = Date.parse((await simPods(sim.adminUrl)).find((pod) => pod.id === stray.id)?.deletedAt ?? '');
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, deletedAt + listLagAfterDeleteMs + 100 - Date.now())));
+  await sweeper.sweep();
+  assert.deepEqual(confirmed.map((pod) => pod.podId), [stray.id], 'a whole list without it confirms it');
+  const pods = await simPods(sim.adminUrl);
+  assert.deepEqual(pods.filter((pod) => pod.deletedAt).map((pod) => pod.id), [stray.id], 'only the stray was deleted');
+}, { sim: { pods: { pageSize: 2 }, listLag: { deletedMs: listLagAfterDeleteMs }, rateLimits: { enabled: false } } }));

@@ -44,9 +44,19 @@ function lookedUpPod(core: SimCore, principal: Principal, id: string): PodRecord
   return owner ? pod : undefined;
 }
 
-const listPods: ApiHandler = async (core, { principal }) => {
-  const pods = core.state.listedPods(principal.key).map((pod) => podView(pod, core.config.pods.statusFlow));
-  return Promise.resolve(json(200, { pods }));
+const listPods: ApiHandler = async (core, { principal, query }) => {
+  const { pageSize, statusFlow } = core.config.pods;
+  if (pageSize === undefined) return Promise.resolve(json(200, { pods: core.state.listedPods(principal.key).map((pod) => podView(pod, statusFlow)) }));
+  const cursor = query.get('cursor');
+  const after = cursor === null ? undefined : core.cursors.resolve(principal.key, cursor);
+  // Strict [I]: a cursor that cannot be followed is an error, never an empty (or a first) page.
+  if (cursor !== null && after === undefined) return Promise.resolve(fail(problem(400, 'invalid or expired pagination cursor')));
+  const candidates = core.state.listedPodsAfter(principal.key, after);
+  const pods = candidates.slice(0, pageSize);
+  const last = pods.at(-1);
+  const hasNextPage = candidates.length > pageSize && last !== undefined;
+  const nextCursor = hasNextPage ? core.cursors.issue(principal.key, last.id) : null;
+  return Promise.resolve(json(200, { pods: pods.map((pod) => podView(pod, statusFlow)), pagination: { nextCursor, hasNextPage } }));
 };
 
 const getPod: ApiHandler = async (core, { principal, params }) => {

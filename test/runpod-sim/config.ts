@@ -105,6 +105,14 @@ export const simConfigSchema = z
          * answer, then RUNNING (the 2026-12 docs).
          */
         statusFlow: z.enum(['running-at-once', 'provisioning-starting-running']).default('running-at-once'),
+        /**
+         * GET /v2/pods answers at most this many pods per page, with `pagination: {nextCursor,
+         * hasNextPage}` beside `pods` and the next page at `?cursor=` (API-NOTES 2026-12 addendum, part
+         * 2). Absent: one answer, no pagination, as the stored spec says.
+         */
+        pageSize: z.number().int().positive().optional(),
+        /** How long a page's cursor may be asked for; later (or one never issued) is a 400. [I] */
+        cursorTtlMs: z.number().int().positive().default(300_000),
       })
       .prefault({}),
     images: z.record(z.string().min(1), imageSchema).default({}),

@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from '../../src/log.ts';
 import type { SimConfig } from './config.ts';
 import { FaultQueue } from './faults.ts';
+import { PodCursors } from './paging.ts';
 import { RealPod, type PodHostContext } from './pods.ts';
 import { RateLimiter } from './ratelimit.ts';
 import { SimState, type DeletedBy, type PodRecord } from './state.ts';
@@ -13,6 +14,7 @@ export class SimCore {
   readonly faults = new FaultQueue();
   readonly limiter: RateLimiter;
   readonly stats = new RequestStats();
+  readonly cursors: PodCursors;
   readonly pods = new Map<string, RealPod>();
   /** Sockets of requests held open by the create-timeout fault. */
   readonly held = new Set<Socket>();
@@ -22,6 +24,7 @@ export class SimCore {
   constructor(config: SimConfig, accountKeys: readonly string[], host: PodHostContext, log: Logger) {
     this.state = new SimState(config, accountKeys);
     this.limiter = new RateLimiter(config.rateLimits);
+    this.cursors = new PodCursors(config.pods.cursorTtlMs);
     this.host = host;
     this.log = log;
   }

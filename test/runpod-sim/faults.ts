@@ -5,14 +5,16 @@ const count = z.number().int().positive().default(1);
 const method = z.string().min(1).transform((m) => m.toUpperCase()).optional();
 /** A path template as /_sim/stats reports it, e.g. "/v2/pods/{id}". */
 const path = z.string().startsWith('/').optional();
+/** Only the first page of a list (no `cursor` query) or only the pages after it (with one). */
+const pages = z.enum(['first', 'later']).optional();
 const errorStatus = z.union([z.literal(500), z.literal(502), z.literal(503), z.literal(504)]);
 
 export const faultSchema = z.discriminatedUnion('fault', [
   z.strictObject({ fault: z.literal('no-capacity'), count, gpuTypeId: z.string().min(1).optional() }),
   z.strictObject({ fault: z.literal('create-ambiguous'), count, status: errorStatus.default(500) }),
   z.strictObject({ fault: z.literal('create-timeout'), count }),
-  z.strictObject({ fault: z.literal('http-5xx'), count, method, path, status: errorStatus.default(500) }),
-  z.strictObject({ fault: z.literal('rate-limit'), count, method, path, retryAfterSeconds: z.number().int().nonnegative().default(1) }),
+  z.strictObject({ fault: z.literal('http-5xx'), count, method, path, pages, status: errorStatus.default(500) }),
+  z.strictObject({ fault: z.literal('rate-limit'), count, method, path, pages, retryAfterSeconds: z.number().int().nonnegative().default(1) }),
   z.strictObject({ fault: z.literal('not-found-flap'), count, podId: z.string().min(1) }),
   z.strictObject({ fault: z.literal('vanish'), count, podId: z.string().min(1), afterMs: z.number().int().nonnegative().default(0) }),
   z.strictObject({ fault: z.literal('slow-boot'), count, delayMs: z.number().int().nonnegative() }),
@@ -64,6 +66,11 @@ export class FaultQueue {
 }
 
 /** Whether a request-level fault (http-5xx, rate-limit) with optional filters matches a request. */
-export function matchesRequest(fault: { method?: string | undefined; path?: string | undefined }, requestMethod: string, template: string): boolean {
-  return (fault.method === undefined || fault.method === requestMethod) && (fault.path === undefined || fault.path === template);
+export function matchesRequest(
+  fault: { method?: string | undefined; path?: string | undefined; pages?: 'first' | 'later' | undefined },
+  requestMethod: string, template: string, query: URLSearchParams,
+): boolean {
+  const page = query.has('cursor') ? 'later' : 'first';
+  return (fault.method === undefined || fault.method === requestMethod) && (fault.path === undefined || fault.path === template)
+    && (fault.pages === undefined || fault.pages === page);
 }

@@ -152,11 +152,11 @@ async function serveApi(core: SimCore, router: Router<ApiHandler>, req: Incoming
   // Pod keys have their own quota per pod; account keys one per key.
   const quotaKey = principal.kind === 'pod' ? `pod:${principal.podId}` : principal.key;
 
-  const injected429 = core.faults.take('rate-limit', (fault) => matchesRequest(fault, method, match.template));
+  const injected429 = core.faults.take('rate-limit', (fault) => matchesRequest(fault, method, match.template, url.searchParams));
   if (injected429) {
     return done(fail(problems.rateLimited('minute', injected429.retryAfterSeconds)), core.limiter.peek(quotaKey));
   }
-  const injected5xx = core.faults.take('http-5xx', (fault) => matchesRequest(fault, method, match.template));
+  const injected5xx = core.faults.take('http-5xx', (fault) => matchesRequest(fault, method, match.template, url.searchParams));
   if (injected5xx) return done(fail(problems.internal(injected5xx.status)), core.limiter.peek(quotaKey));
 
   const quota = core.limiter.consume(quotaKey);

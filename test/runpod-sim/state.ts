@@ -186,6 +186,13 @@ export class SimState {
     return [...this.pods.values()].filter((pod) => pod.accountKey === accountKey && this.listed(pod, now));
   }
 
+  /** The listed pods created after `afterPodId` (all of them without it), oldest first: a page's candidates. */
+  listedPodsAfter(accountKey: string, afterPodId: string | undefined, now = Date.now()): PodRecord[] {
+    const all = [...this.pods.values()];
+    const start = afterPodId === undefined ? 0 : all.findIndex((pod) => pod.id === afterPodId) + 1;
+    return all.slice(start).filter((pod) => pod.accountKey === accountKey && this.listed(pod, now));
+  }
+
   /** Whether the (lagging) list shows this pod now. */
   listed(pod: PodRecord, now = Date.now()): boolean {
     const lag = this.config.listLag;

@@ -464,6 +464,17 @@ void describe('transport against recorded answers', () => {
     await client.close();
   });
 
+  void it('refuses a page that says more follow but gives no cursor: the list cannot be completed, so it is no list', async () => {
+    const client = createRunpodClient(options());
+    for (const nextCursor of [null, '', undefined]) {
+      server.script.push({ status: 200, body: { pods: [LIVE_POD_BOOTING], pagination: { hasNextPage: true, ...(nextCursor === undefined ? {} : { nextCursor }) } } });
+      const err = await kindOf(client.listPods());
+      assert.equal(err.kind, 'unexpected', `nextCursor ${String(nextCursor)}`);
+      assert.match(err.message, /next page/);
+    }
+    await client.close();
+  });
+
   void it('never follows a redirect (the key would travel with it)', async () => {
     const elsewhere = await startFixtureServer(() => ({ status: 200, body: LIVE_POD_BOOTING }));
     const client = createRunpodClient(options());
