@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -48,6 +48,8 @@ void describe('per-run keys', () => {
     const pair = generateKeyPair('host');
     const config = join(dir, 'sshd_config_t');
     writeFileSync(config, 'UsePAM no\n');
+    // sshd -t refuses to run without its privilege separation directory, which only a running sshd's service makes.
+    mkdirSync('/run/sshd', { recursive: true, mode: 0o755 });
     // sshd -t only parses config and keys: it exits non-zero on a host key it cannot load.
     execFileSync(SSHD, ['-t', '-f', config, '-h', keyFile(pair.privateKey)], { stdio: 'pipe' });
   });
