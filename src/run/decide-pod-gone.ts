@@ -163,7 +163,7 @@ function whyThePodWent(ctx: Context, deadline: number, how: 'disappeared' | 'EXI
   if (limits && !status.job?.startedAt && now >= Date.parse(status.pod?.createdAt ?? '') + limits.bootGraceSeconds * 1000) {
     return ['BootTimeout', `no job started on pod ${name} within spec.limits.bootGraceSeconds and it ${by}`];
   }
-  // The watchdog counts the retrieve grace from the job's end, on the pod's clock (finishedAt is the pod's).
+  // The watchdog counts the retrieve grace from the job's end as it first saw it; finishedAt is that end on the controller's clock.
   if (limits && status.job?.finishedAt && !status.results?.retrievedAt && now >= Date.parse(status.job.finishedAt) + limits.retrieveGraceSeconds * 1000) {
     return ['ResultsUnverified', `the results of pod ${name} were not retrieved within spec.limits.retrieveGraceSeconds and it ${by}`];
   }

@@ -145,7 +145,7 @@ export class RunReconciler {
       ? await resolveJobInputs(this.runs, namespace, spec.job)
       : { ok: true, inputs: { env: {}, files: [] } };
     const ssh = await this.#connectIfReady(run, status, sshKeys, call.signal);
-    const jobHost = sshJobHost(ssh, { runDir: runDirOf(uid), stateDir: stateDirOf(uid) });
+    const jobHost = sshJobHost(ssh, { runDir: runDirOf(uid), stateDir: stateDirOf(uid) }, () => this.#now().getTime());
     const podState = ssh ? await jobHost.readState(call.signal).catch((error: unknown) => this.#unreadable(run, error)) : undefined;
     const now = this.#now();
     const s3 = s3SettingsFor(spec?.results.s3, this.#options.s3Defaults, { namespace, name: run.metadata.name, uid });
