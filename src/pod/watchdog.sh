@@ -53,14 +53,15 @@ DEADLINE=${RUNPOD_OPERATOR_DEADLINE:-}
 MAX_COST=${RUNPOD_OPERATOR_MAX_COST_USD:-}
 KEEP_ENV=${RUNPOD_OPERATOR_KEEP_POD:-0}
 
-# Two clocks. NOW is the pod's: what the pod's own files record (job.ended, job.started) is compared
-# with it. RUNPOD_NOW is Runpod's, the pod's plus CLOCK_SKEW: the deadline (the controller's clock, which
-# like Runpod's is NTP-kept) and createdAt (Runpod's) are compared with it, so a community host hours off
-# neither deletes early nor bills late. The skew comes from the Date header of Runpod's answers (every
-# api call; learn_clock) rather than from an offset the controller writes over SSH: it is known from the
-# probe on, before any SSH (the deadline counts from boot); it is the very clock createdAt is on; and a
-# job (root on the pod) can write a file, never Runpod's answers, so it cannot postpone the deadline.
-# No answer with a Date yet: 0, the pod's clock as it is (as before there was a skew at all).
+# Two clocks. NOW is the pod's `date`, the clock of the pod's own files (job.ended, job.started, pod).
+# RUNPOD_NOW is Runpod's, NOW plus CLOCK_SKEW, and the rules are judged on it: the deadline (the
+# controller's clock, NTP-kept like Runpod's) and createdAt (Runpod's) directly, the graces from the
+# watchdog's start and the job's end put on it when first seen (START_R, ENDED_R), so a community host
+# hours off neither deletes early nor bills late, and a later step of its clock moves nothing. The skew
+# comes from the Date header of Runpod's answers (every api call: learn_clock), not from an offset the
+# controller would write over SSH: it is known from the probe on, before any SSH (the deadline counts from
+# boot); it is the very clock createdAt is on; and a job (root on the pod) can write a file, never Runpod's
+# answers, so it cannot postpone the deadline. No answer with a Date yet: 0, the pod's clock as it is.
 CLOCK_SKEW=0
 CLOCK_READ_AT=''
 LAST_NOW=0
@@ -103,10 +104,10 @@ elif wget --version 2>/dev/null | grep -q 'GNU Wget'; then
   HTTP=wget
 fi
 
-# Each prints the response headers (CRLF lines, a blank line after them), the body, a newline and the HTTP status. The key reaches curl through its config on
-# stdin and python3 through its env (never argv or a log line); wget reads headers only from argv
-# or a regular file, so it gets a 0600 file in a private tmpfs directory that lives for the call.
-# Redirects are never followed with the key; 10 s timeouts.
+# Each prints the answer's headers (CRLF lines, then a blank line), the body, a newline and the HTTP
+# status. The key reaches curl through its config on stdin and python3 through its env (never argv or a
+# log line); wget reads headers only from argv or a regular file, so it gets a 0600 file in a private
+# tmpfs directory that lives for the call. Redirects are never followed with the key; 10 s timeouts.
 http_curl() {
   printf 'header = "Authorization: Bearer %s"\n' "$RUNPOD_API_KEY" |
     curl -s -D - --max-time 10 -K - -A "$UA" -X "$1" -H 'Accept: application/json' \
