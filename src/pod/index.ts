@@ -13,4 +13,6 @@ export {
   markRetrievedCommand, setKeepCommand, renewRetrieveGraceCommand, parseAck, podStateCommand, parsePodState, parseVerdict, parseDeleteFailure, runDirSchema, stateDirSchema,
   START_TAG, STATE_TAG, CANCEL_TAG, RETRIEVED_TAG, KEEP_TAG, ENV_TAG, GRACE_TAG,
 } from './job.ts';
+export { clockOffsetSeconds, onControllerClock } from './pod-clock.ts';
+export type { ClockReading } from './pod-clock.ts';
 export type { PodShell, StartJobOptions, StartResult, CancelJobOptions, CancelResult, PodStateOptions, PodState, Verdict, DeleteFailure } from './job.ts';

@@ -271,8 +271,13 @@ export type Verdict = { status: 'pending' } | { status: 'ok' } | { status: 'fail
 export interface PodState {
   /** The pod's state directory does not exist (not a pod of ours, or its bootstrap never got that far). */
   runDirMissing: boolean;
-  /** The pod's clock (unix seconds). */
+  /** The pod's clock (unix seconds), as the pod read it. */
   now: number | null;
+  /**
+   * The pod's clock minus the controller's (pod-clock.ts), as applied to the times below: parsePodState
+   * gives the pod's own times (0), a state read (readPodState) the controller's.
+   */
+  clockOffsetSeconds: number;
   bootstrap: Verdict;
   watchdog: Verdict;
   job: {
@@ -348,6 +353,7 @@ export function parsePodState(stdout: string): PodState {
     return {
       runDirMissing: true,
       now: null,
+      clockOffsetSeconds: 0,
       bootstrap: { status: 'pending' },
       watchdog: { status: 'pending' },
       job: { status: 'none', startedAt: null, endedAt: null, exitCode: null, pid: null, cancelled: false },
@@ -361,6 +367,7 @@ export function parsePodState(stdout: string): PodState {
   return {
     runDirMissing: false,
     now: f.now,
+    clockOffsetSeconds: 0,
     bootstrap: parseVerdict(f.bootstrap),
     watchdog: parseVerdict(f.watchdog),
     job: { status: f.job, startedAt: f.started, endedAt: f.ended, exitCode: f.exit, pid: f.pid, cancelled: f.cancelled },

@@ -23,6 +23,7 @@ BOOT_FAILED=${RUNPOD_OPERATOR_BOOT_FAILED:-}
 UA=runpod-operator-watchdog/1
 NL='
 '
+CR=$(printf '\r')
 
 is_uint() {
   case $1 in
@@ -52,11 +53,23 @@ DEADLINE=${RUNPOD_OPERATOR_DEADLINE:-}
 MAX_COST=${RUNPOD_OPERATOR_MAX_COST_USD:-}
 KEEP_ENV=${RUNPOD_OPERATOR_KEEP_POD:-0}
 
+# Two clocks. NOW is the pod's `date`, the clock of the pod's own files (job.ended, job.started, pod).
+# RUNPOD_NOW is Runpod's, NOW plus CLOCK_SKEW, and the rules are judged on it: the deadline (the
+# controller's clock, NTP-kept like Runpod's) and createdAt (Runpod's) directly, the graces from the
+# watchdog's start and the job's end put on it when first seen (START_R, ENDED_R), so a community host
+# hours off neither deletes early nor bills late, and a later step of its clock moves nothing. The skew
+# comes from the Date header of Runpod's answers (every api call: learn_clock), not from an offset the
+# controller would write over SSH: it is known from the probe on, before any SSH (the deadline counts from
+# boot); it is the very clock createdAt is on; and a job (root on the pod) can write a file, never Runpod's
+# answers, so it cannot postpone the deadline. No answer with a Date yet: 0, the pod's clock as it is.
+CLOCK_SKEW=0
+CLOCK_READ_AT=''
 LAST_NOW=0
 now() {
   t=$(date +%s 2>/dev/null)
   if is_uint "$t"; then LAST_NOW=$t; else LAST_NOW=$((LAST_NOW + PERIOD)); fi
   NOW=$LAST_NOW
+  RUNPOD_NOW=$((NOW + CLOCK_SKEW))
 }
 
 log() {
@@ -91,23 +104,17 @@ elif wget --version 2>/dev/null | grep -q 'GNU Wget'; then
   HTTP=wget
 fi
 
-# Each prints the body, a newline, the HTTP status and, after a space, the answer's Retry-After. The key reaches curl through its config on
-# stdin and python3 through its env (never argv or a log line); wget reads headers only from argv
-# or a regular file, so it gets a 0600 file in a private tmpfs directory that lives for the call.
-# Redirects are never followed with the key; 10 s timeouts.
+# Each prints the answer's headers (CRLF lines, then a blank line), the body, a newline and the HTTP
+# status. The key reaches curl through its config on stdin and python3 through its env (never argv or a
+# log line); wget reads headers only from argv or a regular file, so it gets a 0600 file in a private
+# tmpfs directory that lives for the call. Redirects are never followed with the key; 10 s timeouts.
 http_curl() {
-  # The headers go to a file: curl before 7.84 has no %header{} (the state directory may be unwritable: then none).
-  hf="$POD/watchdog.headers"
-  { : >"$hf"; } 2>/dev/null || hf=''
   printf 'header = "Authorization: Bearer %s"\n' "$RUNPOD_API_KEY" |
-    curl -s --max-time 10 -K - -A "$UA" -X "$1" -H 'Accept: application/json' ${hf:+-D "$hf"} \
+    curl -s -D - --max-time 10 -K - -A "$UA" -X "$1" -H 'Accept: application/json' \
       ${3+-H 'Content-Type: application/json' --data "$3"} -w "$NL%{http_code}" "$API$2" 2>/dev/null
-  w=$?
-  [ -z "$hf" ] || { printf ' %s' "$(retry_after <"$hf")"; rm -f "$hf"; } 2>/dev/null
-  return $w
 }
 http_python3() {
-  python3 -c 'import os,sys,urllib.request as u;a=sys.argv;P=type("P",(u.HTTPErrorProcessor,),{"http_response":lambda s,q,r:r,"https_response":lambda s,q,r:r});d=a[4].encode() if len(a)>4 else None;h={"Authorization":"Bearer "+os.environ["RUNPOD_API_KEY"],"Accept":"application/json","User-Agent":a[1]};h.update({"Content-Type":"application/json"} if d else {});r=u.build_opener(P).open(u.Request(a[3],data=d,headers=h,method=a[2]),timeout=10);sys.stdout.write(r.read().decode("utf-8","replace")+"\n"+str(r.status)+" "+(r.headers.get("Retry-After") or ""))' \
+  python3 -c 'import os,sys,urllib.request as u;a=sys.argv;P=type("P",(u.HTTPErrorProcessor,),{"http_response":lambda s,q,r:r,"https_response":lambda s,q,r:r});d=a[4].encode() if len(a)>4 else None;h={"Authorization":"Bearer "+os.environ["RUNPOD_API_KEY"],"Accept":"application/json","User-Agent":a[1]};h.update({"Content-Type":"application/json"} if d else {});r=u.build_opener(P).open(u.Request(a[3],data=d,headers=h,method=a[2]),timeout=10);sys.stdout.write("".join(k+": "+v+"\r\n" for k,v in r.headers.items())+"\r\n"+r.read().decode("utf-8","replace")+"\n"+str(r.status))' \
     "$UA" "$1" "$API$2" ${3+"$3"} 2>/dev/null
 }
 http_wget() {
@@ -125,7 +132,8 @@ http_wget() {
   c=$(printf '%s\n' "$h" | sed -n 's/^ *HTTP\/[0-9.]* \([0-9][0-9][0-9]\).*/\1/p' | tail -n 1)
   b=$(cat "$d/body" 2>/dev/null)
   rm -rf "$d"
-  printf '%s\n%s %s' "$b" "${c:-000}" "$(printf '%s\n' "$h" | sed 's/^ *//' | retry_after)"
+  printf '%s\n' "$h" | sed -n 's/^  *\([A-Za-z][A-Za-z0-9-]*:\)/\1/p' | tr -d '\r' | while IFS= read -r l; do printf '%s\r\n' "$l"; done
+  printf '\r\n%s\n%s' "$b" "${c:-000}"
   return $w
 }
 
@@ -134,13 +142,15 @@ retry_after() {
   tr -d '\r' | tr 'A-Z' 'a-z' | sed -n 's/^retry-after:[[:space:]]*\([0-9][0-9]*\)[[:space:]]*$/\1/p' | tail -n 1
 }
 
-# api METHOD PATH [JSON]: sets API_CODE (000 = no answer), API_RC (the client's exit code), API_BODY and
-# API_RETRY_AFTER (whole seconds, or nothing).
+# api METHOD PATH [JSON]: sets API_CODE (000 = no answer), API_RC (the client's exit code), API_HEADERS
+# (LF lines), API_BODY and API_RETRY_AFTER (whole seconds, or nothing); learns Runpod's time from the
+# answer's Date header.
 api() {
   API_CODE=000
   API_RC=0
   API_BODY=''
   API_RETRY_AFTER=''
+  API_HEADERS=''
   # shellcheck disable=SC1003
   case ${RUNPOD_API_KEY:-} in
     '' | *'"'* | *'\'* | *"$NL"*)
@@ -148,6 +158,7 @@ api() {
       return 1
       ;;
   esac
+  ck_before=$(date +%s 2>/dev/null)
   case $HTTP in
     curl) resp=$(http_curl "$@") ;;
     python3) resp=$(http_python3 "$@") ;;
@@ -158,19 +169,23 @@ api() {
       ;;
   esac
   API_RC=$?
-  code=${resp##*"$NL"}
-  case $code in
-    *' '*)
-      API_RETRY_AFTER=${code#* }
-      code=${code%% *}
+  ck_after=$(date +%s 2>/dev/null)
+  # The last header block is the answer's (curl also prints a proxy's or a 100-continue's before it).
+  case $resp in
+    *"$CR$NL$CR$NL"*)
+      API_HEADERS=$(printf '%s' "${resp%"$CR$NL$CR$NL"*}" | tr -d '\r')
+      resp=${resp##*"$CR$NL$CR$NL"}
       ;;
   esac
-  is_uint "$API_RETRY_AFTER" || API_RETRY_AFTER=''
+  API_RETRY_AFTER=$(printf '%s\n' "$API_HEADERS" | retry_after)
+  code=${resp##*"$NL"}
   case $code in
     [0-9][0-9][0-9]) API_CODE=$code ;;
   esac
   API_BODY=${resp%"$NL"*}
-  [ "$API_CODE" != 000 ]
+  [ "$API_CODE" != 000 ] || return 1
+  learn_clock "$ck_before" "$ck_after"
+  return 0
 }
 
 # Why the last call failed, in words (never the key).
@@ -203,6 +218,65 @@ iso_to_unix() {
   [ -n "$d" ] || return 1
   u=$(date -u -d "$d" +%s 2>/dev/null)
   is_uint "$u" && printf '%s' "$u"
+}
+
+# Unix seconds of an HTTP date (RFC 9110 IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT), if this date can read it.
+http_date_to_unix() {
+  ck_d=$(printf '%s' "$1" | sed -n 's/^[A-Za-z]*, *\([0-9][0-9]*\) \([A-Za-z][a-z][a-z]\) \([0-9][0-9][0-9][0-9]\) \([0-9][0-9]:[0-9][0-9]:[0-9][0-9]\) GMT.*/\3 \2 \1 \4/p')
+  set -f
+  # shellcheck disable=SC2086
+  set -- $ck_d
+  set +f
+  [ "$#" = 4 ] || return 1
+  case $2 in
+    Jan) ck_m=01 ;; Feb) ck_m=02 ;; Mar) ck_m=03 ;; Apr) ck_m=04 ;; May) ck_m=05 ;; Jun) ck_m=06 ;;
+    Jul) ck_m=07 ;; Aug) ck_m=08 ;; Sep) ck_m=09 ;; Oct) ck_m=10 ;; Nov) ck_m=11 ;; Dec) ck_m=12 ;;
+    *) return 1 ;;
+  esac
+  iso_to_unix "$1-$ck_m-$3T$4Z"
+}
+
+# learn_clock BEFORE AFTER: the skew of the pod's clock (read just before and after the call) from the
+# answer's Date (Runpod's clock, whole seconds). The skew then lies within (Date - AFTER - 1,
+# Date + 1 - BEFORE): 0 when that span holds 0 (the clocks agree as far as one answer can tell), else
+# its low end, so that Runpod's time is never taken for later than it is: the deadline and the cap are
+# never judged early, and late by at most the call's time and two seconds.
+learn_clock() {
+  is_uint "$1" && is_uint "$2" || return 0
+  ck_date=$(printf '%s\n' "$API_HEADERS" | sed -n 's/^[Dd][Aa][Tt][Ee]:[[:space:]]*//p' | tail -n 1)
+  ck_r=$(http_date_to_unix "$ck_date")
+  is_uint "$ck_r" || return 0
+  ck_s=$((ck_r - $2 - 1))
+  if [ "$ck_s" -lt 0 ] && [ $((ck_r + 1 - $1)) -gt 0 ]; then ck_s=0; fi
+  ck_change=$((ck_s - CLOCK_SKEW))
+  CLOCK_SKEW=$ck_s
+  CLOCK_READ_AT=$2
+  RUNPOD_NOW=$((NOW + CLOCK_SKEW))
+  if [ "$ck_change" -gt 2 ] || [ "$ck_change" -lt -2 ]; then
+    if [ "$ck_s" -gt 0 ]; then
+      log "clock: the pod's clock is $ck_s s behind Runpod's (its Date header); the deadline and the cost cap count on Runpod's time"
+    elif [ "$ck_s" -lt 0 ]; then
+      log "clock: the pod's clock is $((-ck_s)) s ahead of Runpod's (its Date header); the deadline and the cost cap count on Runpod's time"
+    else
+      log "clock: the pod's clock agrees with Runpod's again"
+    fi
+  fi
+}
+
+PREV_NOW=''
+# Reads Runpod's time again (a GET of the pod; any answer with a Date is a reading) when the pod's clock
+# stepped since the last tick (NTP, a host's clock set: a tick is PERIOD long plus its calls), or when the
+# last reading is 15 minutes old (a clock drifts). Until an answer comes the skew is the last one learned.
+clock_check() {
+  ck_prev=$PREV_NOW
+  PREV_NOW=$NOW
+  [ -n "$HTTP" ] && [ -n "$CLOCK_READ_AT" ] && [ "$VERDICT" = ok ] || return 0
+  if [ -n "$ck_prev" ] && { [ "$NOW" -lt "$ck_prev" ] || [ $((NOW - ck_prev)) -gt $((PERIOD + 40)) ]; }; then
+    log "clock: the pod's clock stepped (from $ck_prev to $NOW in one tick); reading Runpod's time again"
+  elif [ "$NOW" -ge "$CLOCK_READ_AT" ] && [ $((NOW - CLOCK_READ_AT)) -lt 900 ]; then
+    return 0
+  fi
+  api GET "/pods/$POD_ID"
 }
 
 COST=''
@@ -283,6 +357,8 @@ probe_step() {
 
 # The verdict is final: recorded for the controller, and with ok, what the cost cap counts from.
 verdict_reached() {
+  # The probe's answers taught the skew: the boot grace counts from the start on Runpod's clock.
+  START_R=$((START + CLOCK_SKEW))
   put "$POD/watchdog" "$VERDICT"
   log "verdict: $VERDICT"
   [ "$VERDICT" = ok ] || return 0
@@ -295,6 +371,8 @@ verdict_reached() {
     [ -f "$POD/pod" ] && IFS= read -r p <"$POD/pod" 2>/dev/null
     p=${p##* }
     is_uint "$p" && [ "$p" -lt "$START" ] && CREATED=$p
+    # Both are the pod's clock; createdAt is Runpod's.
+    CREATED=$((CREATED + CLOCK_SKEW))
   fi
   if [ -n "$MAX_COST" ]; then
     if [ -n "$COST" ]; then
@@ -349,10 +427,11 @@ refused() {
 # which the controller reads to delete the pod itself at once. Transient failures are retried every
 # period, refusals every 30 s; nothing waits on a delete that cannot happen.
 delete_pod() {
-  if [ -n "$DELETED_AT" ] && [ $((NOW - DELETED_AT)) -lt 30 ]; then
+  # (A clock stepped back holds no delete back.)
+  if [ -n "$DELETED_AT" ] && [ "$NOW" -ge "$DELETED_AT" ] && [ $((NOW - DELETED_AT)) -lt 30 ]; then
     return 0
   fi
-  if [ -n "$REFUSED_AT" ] && [ $((NOW - REFUSED_AT)) -lt 30 ]; then
+  if [ -n "$REFUSED_AT" ] && [ "$NOW" -ge "$REFUSED_AT" ] && [ $((NOW - REFUSED_AT)) -lt 30 ]; then
     return 1
   fi
   log "deleting the pod: $2"
@@ -421,6 +500,8 @@ kept() {
 }
 
 ENDED_SEEN=''
+# The job's end on Runpod's clock, as first seen: a later step of the pod's clock does not move it.
+ENDED_R=''
 
 # The job ended: its exit code is recorded, it was lost with a container restart, or its
 # supervisor died without recording one.
@@ -444,13 +525,14 @@ ended_at() {
   printf '%s' "$e"
 }
 
+# CREATED is Runpod's createdAt: the spend counts on Runpod's clock.
 over_cost() {
   [ -n "$MAX_COST" ] && [ -n "$COST" ] && [ -n "$CREATED" ] || return 1
-  awk -v c="$COST" -v s="$((NOW - CREATED))" -v m="$MAX_COST" 'BEGIN { exit !(c * s / 3600 >= m) }'
+  awk -v c="$COST" -v s="$((RUNPOD_NOW - CREATED))" -v m="$MAX_COST" 'BEGIN { exit !(c * s / 3600 >= m) }'
 }
 
 spent() {
-  awk -v c="$COST" -v s="$((NOW - CREATED))" 'BEGIN { printf "%.4f", c * s / 3600 }'
+  awk -v c="$COST" -v s="$((RUNPOD_NOW - CREATED))" 'BEGIN { printf "%.4f", c * s / 3600 }'
 }
 
 EXTENDED_SEEN=''
@@ -493,9 +575,9 @@ decide() {
     REASON="RUNPOD_OPERATOR_MAX_COST_USD is not a decimal amount: $MAX_COST"
     return
   fi
-  if [ -n "$DEADLINE" ] && [ "$NOW" -ge "$DEADLINE" ]; then
+  if [ -n "$DEADLINE" ] && [ "$RUNPOD_NOW" -ge "$DEADLINE" ]; then
     RULE=deadline
-    REASON="the deadline passed (deadline $DEADLINE, now $NOW)"
+    REASON="the deadline passed (deadline $DEADLINE, now $RUNPOD_NOW on Runpod's clock, $NOW on the pod's)"
     return
   fi
   if over_cost; then
@@ -521,13 +603,14 @@ decide() {
   if [ "$job" = 1 ] && job_ended; then
     [ -n "$ENDED_SEEN" ] || ENDED_SEEN=$NOW
     e=$(ended_at)
-    if [ $((NOW - e)) -ge "$RETRIEVE_GRACE" ] && ! grace_extended; then
+    [ -n "$ENDED_R" ] || ENDED_R=$((e + CLOCK_SKEW))
+    if [ $((RUNPOD_NOW - ENDED_R)) -ge "$RETRIEVE_GRACE" ] && ! grace_extended; then
       RULE=retrieve-grace
       REASON="the job ended at $e and its results were not retrieved within $RETRIEVE_GRACE s"
     fi
     return
   fi
-  if [ "$job" = 0 ] && [ $((NOW - START)) -ge "$BOOT_GRACE" ]; then
+  if [ "$job" = 0 ] && [ $((RUNPOD_NOW - START_R)) -ge "$BOOT_GRACE" ]; then
     RULE=boot-grace
     REASON="no job started within $BOOT_GRACE s of the watchdog's start"
   fi
@@ -545,6 +628,7 @@ observe() {
   if [ "$SEEN_JOB" = 1 ] && [ "$SEEN_END" = 0 ] && job_ended; then
     SEEN_END=1
     [ -n "$ENDED_SEEN" ] || ENDED_SEEN=$NOW
+    [ -n "$ENDED_R" ] || ENDED_R=$(($(ended_at) + CLOCK_SKEW))
     x=$(read_uint "$POD/job.exit")
     if [ -n "$x" ]; then
       log "the job ended with exit code $x; the pod is deleted $RETRIEVE_GRACE s after that unless kept or retrieved"
@@ -577,6 +661,8 @@ nap() {
 
 now
 START=$NOW
+# The start on Runpod's clock (once the probe taught the skew), for the boot grace.
+START_R=$START
 DEADLINE_BAD=0
 if [ -n "$DEADLINE" ] && ! is_uint "$DEADLINE"; then DEADLINE_BAD=1; fi
 COST_BAD=0
@@ -596,6 +682,7 @@ while :; do
   now
   probe_step
   price_step
+  clock_check
   observe
   decide
   if [ -n "$REASON" ]; then

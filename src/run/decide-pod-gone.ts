@@ -164,7 +164,7 @@ function whyThePodWent(ctx: Context, deadline: number, how: 'disappeared' | 'EXI
   if (limits && !status.job?.startedAt && now >= Date.parse(status.pod?.createdAt ?? '') + limits.bootGraceSeconds * 1000) {
     return ['BootTimeout', `no job started on pod ${name} within spec.limits.bootGraceSeconds and it ${by}`];
   }
-  // The watchdog counts the retrieve grace from the job's end, on the pod's clock (finishedAt is the pod's).
+  // The watchdog counts the retrieve grace from the job's end as it first saw it (finishedAt: that end on the controller's clock), extended by renewals.
   if (obs.spec.ok && status.job?.finishedAt && !status.results?.retrievedAt && now >= retrieveGraceEnd(status, obs.spec.spec)) {
     return ['ResultsUnverified', `the results of pod ${name} were not retrieved within spec.limits.retrieveGraceSeconds and it ${by}`];
   }

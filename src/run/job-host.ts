@@ -16,6 +16,7 @@ export interface JobHost {
   readonly connected: boolean;
   /** One pinned handshake, closed at once; throws as connectPinned does (HostKeyMismatchError, not ready yet, ...). */
   probe(target: ProbeTarget, signal?: AbortSignal): Promise<void>;
+  /** Its times on the controller's clock (the measured offset applied). */
   readState(signal?: AbortSignal): Promise<PodState>;
   setKeep(keep: boolean): Promise<void>;
   startJob(spec: RunpodRunSpec, inputs: JobInputs): Promise<void>;
@@ -27,8 +28,11 @@ export interface JobHost {
 /** The message of every step tried without a connection. */
 export const noConnectionMessage = 'no SSH connection to the pod this time';
 
-/** The job host of one run's pod, over the reconcile's connection (when it has one) and job-steps.ts. */
-export function sshJobHost(ssh: SshConnection | undefined, dirs: PodDirs): JobHost {
+/**
+ * The job host of one run's pod, over the reconcile's connection (when it has one) and job-steps.ts;
+ * `wallNow` (ms) is the clock the pod's times are moved onto.
+ */
+export function sshJobHost(ssh: SshConnection | undefined, dirs: PodDirs, wallNow: () => number = Date.now): JobHost {
   const connection = (): SshConnection => {
     if (!ssh) throw new Error(noConnectionMessage);
     return ssh;
@@ -42,7 +46,7 @@ export function sshJobHost(ssh: SshConnection | undefined, dirs: PodDirs): JobHo
       });
       probe.close();
     },
-    readState: (signal) => readPodState(connection(), dirs.stateDir, signal),
+    readState: (signal) => readPodState(connection(), dirs.stateDir, signal, wallNow),
     setKeep: (keep) => setKeep(connection(), dirs.stateDir, keep),
     startJob: (spec, inputs) => startJob(connection(), dirs, spec, inputs),
     cancelJob: () => cancelJob(connection(), dirs.stateDir),

@@ -5,7 +5,7 @@
 import { join, posix } from 'node:path';
 import { DEFAULT_RESULTS_MAX_BYTES, byteSizeValue, type RunpodRunSpec } from '../api/spec.ts';
 import {
-  cancelJobCommand, jobEnvFile, markRetrievedCommand, parseAck, parseCancelOutput, parsePodState,
+  cancelJobCommand, clockOffsetSeconds, jobEnvFile, markRetrievedCommand, onControllerClock, parseAck, parseCancelOutput, parsePodState,
   parseStartOutput, podPath, podStateCommand, renewRetrieveGraceCommand, setKeepCommand, startJobCommand, writeJobEnvCommand, RETRIEVED_TAG, KEEP_TAG, ENV_TAG, GRACE_TAG,
   type PodState,
 } from '../pod/index.ts';
@@ -19,9 +19,13 @@ const commandTimeout = { timeoutMs: 30_000 };
 /** Where a run lives on its pod. */
 export interface PodDirs { runDir: string; stateDir: string }
 
-export async function readPodState(ssh: SshConnection, stateDir: string, signal?: AbortSignal): Promise<PodState> {
+/** The pod's state, its times on the controller's clock (`wallNow`: the reconcile's clock, ms): pod-clock.ts. */
+export async function readPodState(ssh: SshConnection, stateDir: string, signal?: AbortSignal, wallNow: () => number = Date.now): Promise<PodState> {
+  const sentAtMs = wallNow();
   const result = await execChecked(ssh, podStateCommand({ stateDir }), 'reading the pod state', { ...commandTimeout, ...(signal ? { signal } : {}) });
-  return parsePodState(result.stdout.toString('utf8'));
+  const answeredAtMs = wallNow();
+  const state = parsePodState(result.stdout.toString('utf8'));
+  return onControllerClock(state, clockOffsetSeconds({ podNow: state.now, sentAtMs, answeredAtMs }));
 }
 
 export async function setKeep(ssh: SshConnection, stateDir: string, keep: boolean): Promise<void> {

@@ -163,7 +163,7 @@ export class RunReconciler {
       this.#jobInputsRead.add(uid);
     }
     const ssh = await this.#connectIfReady(run, status, sshKeys, call.signal);
-    const jobHost = sshJobHost(ssh, { runDir: runDirOf(uid), stateDir: stateDirOf(uid) });
+    const jobHost = sshJobHost(ssh, { runDir: runDirOf(uid), stateDir: stateDirOf(uid) }, () => this.#now().getTime());
     const podState = ssh ? await jobHost.readState(call.signal).catch((error: unknown) => this.#unreadable(run, error)) : undefined;
     const now = this.#now();
     const s3 = s3SettingsFor(spec?.results.s3, this.#options.s3Defaults, { namespace, name: run.metadata.name, uid });

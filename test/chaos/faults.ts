@@ -77,6 +77,12 @@ export const faultGenerators = {
     plan: (random) => ({ bytesPerSecond: random.pick([64_000, 256_000, 1_000_000]) }),
     arm: (params, target) => target && { fault: 'slow-link', count: 1, podId: target.id, bytesPerSecond: num(params, 'bytesPerSecond') },
   },
+  'clock-skew': {
+    targetsPod: true,
+    // A community host hours off (or minutes): the pod's times and its watchdog's clock are not the controller's.
+    plan: (random) => ({ offsetSeconds: random.pick([-7200, -600, 600, 7200]) }),
+    arm: (params, target) => target && { fault: 'clock-skew', count: 1, podId: target.id, offsetSeconds: num(params, 'offsetSeconds') },
+  },
   'container-exit': {
     targetsPod: true,
     // Mostly a crash that Runpod restarts (the job dies with it); sometimes a pod left EXITED or ERROR.

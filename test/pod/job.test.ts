@@ -240,6 +240,7 @@ describe('state and output parsing', () => {
     assert.deepEqual(parsePodState(`Welcome!\n${line}\n`), {
       runDirMissing: false,
       now: 1700000500,
+      clockOffsetSeconds: 0,
       bootstrap: { status: 'ok' },
       watchdog: { status: 'pending' },
       job: { status: 'exited', startedAt: 1700000000, endedAt: 1700000400, exitCode: 3, pid: 42, cancelled: false },

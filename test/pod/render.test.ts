@@ -167,6 +167,14 @@ describe('the scripts', () => {
     assert.equal(minifyScript('  # comment\n\n  echo  a\n\t fi\n'), 'echo  a\nfi');
   });
 
+  test('read the wall clock only through date (what the simulator\'s clock-skew fault shifts)', () => {
+    const otherClocks = [/\bstat\b/, /-(newer|[amc]min|[amc]time)\b/, /\/proc\/uptime/, /\$\{?SECONDS\b/, /\b(systime|strftime)\(/, /\btime\.(time|monotonic)\b|\bdatetime\b/, /printf[^\n]*%\(/];
+    const onPod = [source('bootstrap.sh'), source('watchdog.sh'), source('job.ts'),
+      readFileSync(new URL('../../src/ssh/manifest.ts', import.meta.url), 'utf8'), readFileSync(new URL('../../src/results/s3-direct.ts', import.meta.url), 'utf8')];
+    for (const text of onPod) for (const clock of otherClocks) assert.doesNotMatch(text, clock);
+    assert.match(source('watchdog.sh'), /date \+%s/);
+  });
+
   test('the bootstrap checks exactly IMAGE_REQUIREMENTS', () => {
     const listed = /^REQUIRED='([^']*)'$/m.exec(source('bootstrap.sh'))?.[1]?.split(' ');
     assert.deepEqual(listed, [...IMAGE_REQUIREMENTS]);

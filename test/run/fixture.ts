@@ -55,7 +55,7 @@ export const pod = (over: Partial<PodView> = {}): PodView =>
 
 /** What one SSH exec reads from a booted pod: bootstrap and watchdog ok, the job as given (none by default). */
 export const state = (over: Partial<PodState> = {}, job: Partial<PodState['job']> = {}): PodState => ({
-  runDirMissing: false, now: 0, bootstrap: { status: 'ok' }, watchdog: { status: 'ok' },
+  runDirMissing: false, now: 0, clockOffsetSeconds: 0, bootstrap: { status: 'ok' }, watchdog: { status: 'ok' },
   job: { status: 'none', startedAt: null, endedAt: null, exitCode: null, pid: null, cancelled: false, ...job },
   retrieved: false, keep: false, deleteFailed: null, logTail: '', ...over,
 });

@@ -30,6 +30,7 @@ function simPodView(core: SimCore, pod: PodRecord, table: ProcessTable): Record<
     sshPort: ssh?.public ?? null,
     ready: assignedPorts(pod) !== null,
     podApiKey: pod.podKey,
+    clockOffsetSeconds: pod.clockOffsetSeconds,
     processes: real?.processes(table) ?? [],
   };
 }
@@ -64,6 +65,13 @@ const armFault: AdminHandler = async (core, req) => {
     const pod = core.state.alivePod(fault.podId);
     if (!pod) return fail(problem(400, `no live pod ${fault.podId}`));
     pod.linkBytesPerSecond = fault.bytesPerSecond;
+    return json(200, { armed: fault });
+  }
+  if (fault.fault === 'clock-skew') {
+    // Not queued: the running container's clock is off once this returns, and every later container's.
+    const pod = core.state.alivePod(fault.podId);
+    if (!pod) return fail(problem(400, `no live pod ${fault.podId}`));
+    await core.pods.get(pod.id)?.skewClock(fault.offsetSeconds);
     return json(200, { armed: fault });
   }
   if (fault.fault === 'container-exit') {

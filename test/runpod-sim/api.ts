@@ -122,6 +122,7 @@ const createPod: ApiHandler = async (core, { req, principal }) => {
     costPerHr,
     reachableAfter: 0,
     linkBytesPerSecond: null,
+    clockOffsetSeconds: 0,
   });
   const slow = core.faults.take('slow-boot');
   if (slow) record.reachableAfter = Date.now() + slow.delayMs;

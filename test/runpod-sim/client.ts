@@ -24,6 +24,7 @@ const simPodSchema = z.object({
   sshPort: z.number().nullable(),
   ready: z.boolean(),
   podApiKey: z.string(),
+  clockOffsetSeconds: z.number(),
   processes: z.array(procSchema),
 });
 

@@ -20,6 +20,8 @@ export const faultSchema = z.discriminatedUnion('fault', [
   z.strictObject({ fault: z.literal('slow-boot'), count, delayMs: z.number().int().nonnegative() }),
   // A slow network between the pod and the controller: long transfers (large results) take long.
   z.strictObject({ fault: z.literal('slow-link'), count, podId: z.string().min(1), bytesPerSecond: z.number().int().positive() }),
+  // The pod's host clock is off (community hosts): every `date` the pod runs reads this many seconds off.
+  z.strictObject({ fault: z.literal('clock-skew'), count, podId: z.string().min(1), offsetSeconds: z.number().int().min(-864_000).max(864_000) }),
   // The container's main process ends on its own. RUNNING: Runpod restarts it (a restart loop when
   // repeated, API-NOTES §4.1); EXITED or ERROR: the pod stays so (openapi-v2.json PodStatus), billing its disk.
   z.strictObject({

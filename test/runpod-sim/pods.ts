@@ -27,10 +27,14 @@ import { Transform } from 'node:stream';
 import type { SimConfig } from './config.ts';
 import type { PodRecord, PortMapping } from './state.ts';
 import { splitArgs } from './argv.ts';
+import { clockSkewFunction, skewRunningClock } from './clock.ts';
 import { forwardWords, type PodForward } from './forward.ts';
 import { hasListener, netNamespace, nowTicks, onlyChild, processesInNetNamespace, type ProcInfo, type ProcessTable } from './procs.ts';
 
 const PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** The $0 of the container's setup script (its init runs under this name until it execs the command). */
+const CONTAINER_SETUP_NAME = 'runpod-container';
 
 const HOLDER_SCRIPT = `set -e
 mount --make-rprivate /
@@ -83,7 +87,8 @@ mount -t tmpfs -o mode=1777 tmpfs /var/tmp
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 own_sshd=$1
 pod_path=$2
-shift 2
+clock_offset=$3
+shift 3
 if [ "$own_sshd" = 1 ]; then
   # The image's start script: its own sshd with host keys of its own, then the args.
   ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key
@@ -94,6 +99,8 @@ if [ "$own_sshd" = 1 ]; then
   fi
   /usr/sbin/sshd -D -e -o LogLevel=VERBOSE </dev/null &
 fi
+# clock-skew: the host's clock is off, so every container of the pod starts with it (clock.ts).
+if [ -n "$clock_offset" ]; then skew_clock "$clock_offset"; fi
 set +e
 PATH=$pod_path
 export PATH
@@ -229,7 +236,8 @@ export class RealPod {
       'setpriv',
       ['--pdeathsig', 'KILL', 'nsenter', '--target', String(this.initPid), '--mount', '--net', '--pid', '--uts', '--',
         'setpriv', '--pdeathsig', 'KILL', 'unshare', '--mount', '--pid', '--fork', '--mount-proc', '--kill-child=SIGKILL',
-        'sh', '-c', hideCommandsScript(image?.withoutCommands ?? []) + CONTAINER_SCRIPT, 'runpod-container', image?.ownSshd ? '1' : '0', env.PATH ?? PATH,
+        'sh', '-c', hideCommandsScript(image?.withoutCommands ?? []) + clockSkewFunction(PATH.split(':')) + CONTAINER_SCRIPT, CONTAINER_SETUP_NAME,
+        image?.ownSshd ? '1' : '0', env.PATH ?? PATH, this.record.clockOffsetSeconds === 0 ? '' : String(this.record.clockOffsetSeconds),
         ...(image?.entrypoint ?? []), ...this.command()],
       { stdio: ['ignore', 'pipe', 'pipe'], env: { ...env, PATH } },
     );
@@ -277,6 +285,19 @@ export class RealPod {
       this.lastListeners = null;
     }
     await this.relaysGone();
+  }
+
+  /**
+   * clock-skew: the pod's host clock is off by `offsetSeconds` from now on, for the running container
+   * (once this resolves) and for every container started later.
+   */
+  async skewClock(offsetSeconds: number): Promise<void> {
+    this.record.clockOffsetSeconds = offsetSeconds;
+    const launcher = this.container?.proc.pid;
+    if (launcher === undefined || this.destroyed) return;
+    if (!(await skewRunningClock(launcher, CONTAINER_SETUP_NAME, offsetSeconds, PATH.split(':'), PATH))) {
+      this.append(`[runpod-sim] clock-skew: the running container ended before its clock could be skewed\n`);
+    }
   }
 
   async restartContainer(): Promise<void> {

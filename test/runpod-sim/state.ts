@@ -67,6 +67,8 @@ export interface PodRecord {
   reachableAfter: number;
   /** slow-link fault: what the pod's TCP ports send out is paced to this many bytes per second (null: full speed). */
   linkBytesPerSecond: number | null;
+  /** clock-skew fault: the pod's wall clock (its `date`) is this many seconds off the machine's (0: not skewed). */
+  clockOffsetSeconds: number;
 }
 
 export type Principal =
