@@ -129,7 +129,8 @@ export class RunReconciler {
     const { uid, namespace } = run.metadata;
     const verdict = parseSpec(run.spec);
     const spec = verdict.ok ? verdict.spec : undefined;
-    const secretKey = spec ? await this.runs.secretValue(namespace, spec.credentials.secretName, spec.credentials.key) : undefined;
+    const keyRead = spec ? await this.runs.runpodKey(namespace, spec.credentials.secretName, spec.credentials.key) : undefined;
+    const secretKey = keyRead?.ok ? keyRead.apiKey : undefined;
     registerSecret(secretKey);
     if (secretKey) this.#options.accounts.rememberRunKey(uid, secretKey);
     // A deleted run whose Secret went first still cleans up with the key it last used.
@@ -170,9 +171,9 @@ export class RunReconciler {
       },
       spec: verdict,
       status,
-      credentials: apiKey || !spec
-        ? { found: true, rejected: account?.observer.rejected, insufficient: listForbidden(account?.observer.forbidden, namespace, spec) }
-        : { found: false, message: `Secret ${namespace}/${spec.credentials.secretName} has no non-empty key "${spec.credentials.key}"` },
+      credentials: apiKey || !keyRead || keyRead.ok
+        ? { found: true, rejected: account?.observer.rejected, insufficient: listForbidden(account?.observer.forbidden, namespace, spec), refused: account?.observer.refused }
+        : { found: false, invalid: keyRead.invalid, message: keyRead.message },
       sshKeysReady: sshKeys !== undefined,
       ...(sshSecretConflict ? { sshSecretConflict } : {}),
       pods: snapshot && { listedAt: snapshot.listedAt, items: (snapshot.byRun.get(uid) ?? []).map(podView) },
