@@ -6,6 +6,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { finalizer, parseSpec, skipCleanupAnnotation, type RunpodRun } from '../api/runpodrun.ts';
 import type { RunpodRunStatus } from '../api/status.ts';
 import { registerSecret, type Logger } from '../log.ts';
+import { isRunpodError } from '../runpod/index.ts';
 import { s3SettingsFor, s3Uri, type S3Defaults, type S3StoreSettings } from '../results/s3-store.ts';
 import { committedObjects } from '../results/s3-verify.ts';
 import { openS3Target } from './s3-access.ts';
@@ -31,6 +32,12 @@ import { RunEvidence } from './run-evidence.ts';
 import { spendPriceKey } from './spend-room.ts';
 
 export interface EventSink { record(run: RunpodRun, event: RunEvent): void }
+
+/**
+ * Longest a reconcile waits inside a worker for its account's Runpod budget (a slot, or a Retry-After):
+ * longer waits are waited out in the queue, so that one account's 429 storm never holds the workers.
+ */
+const workerRateLimitWaitMs = 5000;
 
 export interface RunReconcilerOptions {
   kubeConfig: KubeConfig;
@@ -108,7 +115,17 @@ export class RunReconciler {
       (call.log ?? this.#options.logger).info({ run: run.metadata.name, namespace: run.metadata.namespace, attempt }, 'the run changed since this reconcile read it; deciding again before any create');
       return { requeueAfterMs: 0 };
     }
-    const learned = await act(decision.action, { ...context, run: current });
+    let learned: RunpodRunStatus | undefined;
+    try {
+      learned = await act(decision.action, { ...context, run: current });
+    } catch (error) {
+      // The account's budget is spent for a while (a 429 storm): the run comes back when it frees,
+      // rather than holding a worker that another account's runs need.
+      if (!isRunpodError(error, 'rate-limited') || signal?.aborted) throw error;
+      const afterMs = Math.max(1000, error.retryAfterMs ?? workerRateLimitWaitMs);
+      (call.log ?? this.#options.logger).info({ run: run.metadata.name, namespace: run.metadata.namespace, action: decision.action.type, afterMs }, 'the account\'s Runpod budget is spent for now; the step is taken again when it frees');
+      return { requeueAfterMs: afterMs };
+    }
     // A replica told to stop writes nothing more: the intent is in the status, the next leader observes again.
     signal?.throwIfAborted();
     if (learned && !isDeepStrictEqual(learned, current.status ?? {})) {
@@ -188,7 +205,7 @@ export class RunReconciler {
       settings: this.#options.settings,
     };
     const context: Omit<ActContext, 'run'> = {
-      obs, spec, pods: account && runpodPodBackend(account.client), sshKeys, runs: this.runs, ssh, jobHost,
+      obs, spec, pods: account && runpodPodBackend(account.client, { maxRateLimitWaitMs: workerRateLimitWaitMs }), sshKeys, runs: this.runs, ssh, jobHost,
       now: () => this.#now(),
       jobInputs: jobInputs.ok ? jobInputs.inputs : undefined,
       resultLocation: location, s3,
