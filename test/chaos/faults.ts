@@ -58,8 +58,8 @@ export const faultGenerators = {
   },
   refuse: {
     targetsPod: false,
-    // Runpod refusing the key a few times: mostly the pod list (what a fresh observer meets first).
-    plan: (random) => ({ count: random.int(1, 3), status: random.pick([401, 401, 403]), target: random.pick([0, 0, 0, 1, 2, 3]) }),
+    // Runpod refusing the key a few times, on the list, a get or a delete (a refused create ends its run at once; a new leader's first lists are the killer's).
+    plan: (random) => ({ count: random.int(1, 3), status: random.pick([401, 401, 403]), target: random.pick([0, 2, 3]) }),
     arm: (params) => ({ fault: 'refuse', count: num(params, 'count'), ...requestTargets[num(params, 'target')], status: num(params, 'status') as 401 }),
   },
   'not-found-flap': {
