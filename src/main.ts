@@ -65,8 +65,11 @@ function needsReconcile(old: RunpodRun, run: RunpodRun): boolean {
   return old === run || !isDeepStrictEqual(userVisible(old), userVisible(run));
 }
 
-/** The API key of every run in the store (finished ones too), each credentials Secret read once. */
-async function referencedApiKeys(runs: RunpodRun[], reconciler: RunReconciler): Promise<string[]> {
+/**
+ * The API key of every run in the store (finished ones too), each credentials Secret read once. A
+ * Secret that holds no usable key is left out (its runs say so in their status) and logged once.
+ */
+async function referencedApiKeys(runs: RunpodRun[], reconciler: RunReconciler, unusable: { said: Set<string>; logger: Logger }): Promise<string[]> {
   const refs = new Map<string, { namespace: string; secretName: string; key: string }>();
   for (const run of runs) {
     const verdict = parseSpec(run.spec);
@@ -76,9 +79,14 @@ async function referencedApiKeys(runs: RunpodRun[], reconciler: RunReconciler): 
   }
   const keys: string[] = [];
   for (const ref of refs.values()) {
-    const apiKey = await reconciler.runs.secretValue(ref.namespace, ref.secretName, ref.key).catch(() => undefined);
-    registerSecret(apiKey, PROCESS_OWNER);
-    if (apiKey) keys.push(apiKey);
+    const read = await reconciler.runs.runpodKey(ref.namespace, ref.secretName, ref.key).catch(() => undefined);
+    if (read?.ok) {
+      registerSecret(read.apiKey, PROCESS_OWNER);
+      keys.push(read.apiKey);
+    } else if (read?.invalid && !unusable.said.has(read.message)) {
+      unusable.said.add(read.message);
+      unusable.logger.warn({ namespace: ref.namespace, secret: ref.secretName, key: ref.key, problem: read.message }, 'a credentials Secret holds no usable Runpod API key; its account is not swept until it does');
+    }
   }
   return keys;
 }
@@ -132,11 +140,12 @@ export async function startController(config: Config, options: StartOptions = {}
     events, metrics,
     settings: { ambiguousLookupMs: 2 * config.pollInterval, deadlineMarginMs: config.deadlineMargin, goneLooks: 3, pollIntervalMs: config.pollInterval },
   });
+  const unusableKeys = { said: new Set<string>(), logger };
   const sweeper = new Sweeper({
     accounts, owner, logger, intervalMs: config.sweepInterval, graceMs: config.strayGrace, deadlineMarginMs: config.deadlineMargin,
     cachedRunUids: () => new Set(runUids.keys()),
     liveRunUids: () => reconciler.runs.liveRunUids(config.namespace),
-    referencedApiKeys: () => referencedApiKeys(reflector?.list() ?? [], reconciler),
+    referencedApiKeys: () => referencedApiKeys(reflector?.list() ?? [], reconciler, unusableKeys),
     onConfirmed: (stray) => {
       const run = deletedRuns.get(stray.runUid);
       if (run) events.record(run, { type: 'Warning', reason: 'StrayPodDeleted', note: `pod ${stray.podName} (${stray.podId}) outlived this run; the sweeper deleted it (confirmed)` });

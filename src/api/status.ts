@@ -11,7 +11,7 @@ export const reasons = [
   'Succeeded', 'NoCapacity', 'DeadlineExceeded', 'BootTimeout', 'BootFailed', 'JobFailed', 'ResultsUnverified',
   'Cancelled', 'InvalidSpec', 'CredentialsMissing', 'CredentialsRejected', 'InsufficientBalance', 'PodLost',
   'CostCapReached', 'Deleting', 'RateLimited', 'SpendLimitReached', 'CredentialsInsufficient',
-  'SshSecretConflict', 'ResultsTooLarge', 'CleanupBlocked', 'WaitingForCapacity',
+  'SshSecretConflict', 'ResultsTooLarge', 'CleanupBlocked', 'WaitingForCapacity', 'CredentialsInvalid',
 ] as const;
 export type Reason = (typeof reasons)[number];
 

@@ -26,6 +26,9 @@ export interface AccountsOptions {
   clock?: Clock;
 }
 
+/** An account's id: a hash of its key, safe to log (the key never is). */
+export const accountIdOf = (apiKey: string): string => createHash('sha256').update(apiKey).digest('hex').slice(0, 12);
+
 export class Accounts {
   #options: AccountsOptions;
   #known = new Map<string, KnownAccount>();
@@ -71,7 +74,7 @@ export class Accounts {
 
   /** The account of this key, without observing it (the sweeper lists it itself). */
   remember(apiKey: string): KnownAccount {
-    const id = createHash('sha256').update(apiKey).digest('hex').slice(0, 12);
+    const id = accountIdOf(apiKey);
     let known = this.#known.get(id);
     if (!known) {
       known = { id, client: createRunpodClient({ apiKey, baseUrl: this.#options.baseUrl, logger: this.#options.logger.child({ account: id }), observer: this.#options.runpodObserver }) };

@@ -5,6 +5,7 @@ import type { Reason, RunpodRunStatus } from '../api/status.ts';
 import { skipCleanupAnnotation } from '../api/runpodrun.ts';
 import type { RunpodRunSpec } from '../api/spec.ts';
 import { done, everCreated, markCurrentPodForDeletion, step, wait, type Context, type Step } from './decide-step.ts';
+import { adoptAfterAmbiguousCreate } from './decide-provisioning.ts';
 
 /** Spacing between the looks that confirm a deleted pod is gone (after Runpod answered its delete). */
 const lookSpacingMs = 2000;
@@ -30,12 +31,22 @@ export function cleanUpForDeletion(ctx: Context): Step {
     return { action: { type: 'none' }, requeue: 'backoff' };
   }
   if (!obs.pods) return wait(1000);
+  // A create whose answer is lost may have made a pod no list has shown yet: adopted when it shows,
+  // given up only by the rule that gives up a lost create; until then the finalizer stays.
+  adoptAfterAmbiguousCreate(ctx);
   reviveIfListedAgain(ctx);
   markCurrentPodForDeletion(ctx);
   for (const pod of obs.pods.items) addStray(status, pod.id);
   if (status.reason === 'CleanupBlocked') status.reason = 'Deleting';
   status.message = 'the run is being deleted: deleting its pods';
-  return continueDeletions(ctx) ?? step({ type: 'removeFinalizer' });
+  const deleting = continueDeletions(ctx);
+  if (deleting) return deleting;
+  const lost = status.attempts?.find((attempt) => attempt.outcome === 'Pending' || attempt.outcome === 'Ambiguous');
+  if (lost) {
+    status.message = `the run is being deleted: waiting to learn whether pod ${lost.name} exists (its create answer was lost); it is deleted if a pod list shows it`;
+    return wait(obs.settings.pollIntervalMs);
+  }
+  return step({ type: 'removeFinalizer' });
 }
 
 /** What keeps a deleted run from deleting its pods (no usable key), or undefined. */

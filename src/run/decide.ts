@@ -11,7 +11,7 @@
 // (provisioning, following, pod-gone, deletion, outcomes; step and cost are what they share).
 import { setCondition, conditionIs, isTerminal, observeGeneration } from './conditions.ts';
 import type { Decision, Observation, RunEvent } from './model.ts';
-import type { RunpodRunStatus } from '../api/status.ts';
+import type { Reason, RunpodRunStatus } from '../api/status.ts';
 import type { RunpodRunSpec } from '../api/spec.ts';
 import { continueDeletions, afterTheEnd, cleanUpForDeletion, markStrays } from './decide-deletion.ts';
 import { adoptAfterAmbiguousCreate, provision } from './decide-provisioning.ts';
@@ -57,8 +57,9 @@ function decideStep(ctx: Context): Step {
   const spec = obs.spec.spec;
   status.startTime ??= obs.now.toISOString();
   if (!obs.credentials.found) {
-    if (everCreated(status)) return guardWithoutCredentials(ctx, spec, obs.credentials.message);
-    phase(ctx, 'Pending', 'CredentialsMissing', obs.credentials.message);
+    const reason = obs.credentials.invalid ? 'CredentialsInvalid' : 'CredentialsMissing';
+    if (everCreated(status)) return guardWithoutCredentials(ctx, spec, { reason, cause: obs.credentials.message, until: 'until the key is back' });
+    phase(ctx, 'Pending', reason, obs.credentials.message);
     return { action: { type: 'none' }, requeue: 'backoff' };
   }
   if (!obs.jobInputs.ok && !everCreated(status)) {
@@ -72,9 +73,17 @@ function decideStep(ctx: Context): Step {
   }
   if (!obs.sshKeysReady) return step({ type: 'ensureSshKeys' });
   if (!obs.pods) {
-    if (obs.credentials.rejected) return fail(ctx, 'CredentialsRejected', 'Runpod rejected the API key (401) when listing pods');
-    if (obs.credentials.insufficient) return fail(ctx, 'CredentialsInsufficient', obs.credentials.insufficient);
-    return wait(1000);
+    const refusal = listRefusal(obs.credentials);
+    if (!refusal) return wait(1000);
+    // Only a run that never created a pod ends on the first refusal: one with a pod keeps it (and its
+    // guards) until the refusal is confirmed, as a fresh observer's first 401 may be a blip.
+    const refused = obs.credentials.refused;
+    if (!everCreated(status) || refused?.confirmed !== false) return fail(ctx, refusal.reason, refusal.message);
+    const seen = `${refused.lists} refused pod list${refused.lists === 1 ? '' : 's'} since ${refused.since.toISOString()}`;
+    return guardWithoutCredentials(ctx, spec, {
+      reason: refusal.reason, cause: `${refusal.message} (${seen})`,
+      until: 'until Runpod accepts the key again or the refusal is confirmed (refused lists over at least a minute)',
+    }, wait(obs.settings.pollIntervalMs));
   }
 
   adoptAfterAmbiguousCreate(ctx);
@@ -113,24 +122,34 @@ function adoptStoredResults(ctx: Context): void {
   applyRetrievalOutcome(obs, status, { kind: 'verified', ...stored });
 }
 
+/** Runpod refused the account's pod list: 401 (the key is wrong or revoked) or 403 (it lacks a scope). */
+function listRefusal(credentials: Observation['credentials']): { reason: 'CredentialsRejected' | 'CredentialsInsufficient'; message: string } | undefined {
+  if (!credentials.found) return undefined;
+  if (credentials.rejected) return { reason: 'CredentialsRejected', message: 'Runpod rejected the API key (401) when listing pods' };
+  if (credentials.insufficient) return { reason: 'CredentialsInsufficient', message: credentials.insufficient };
+  return undefined;
+}
+
 /**
- * The credentials went while the run may have a pod (a create was sent): the run keeps its phase, and
- * the deadline (+ margin) and the cost cap still end it and delete the pod (with the last usable key,
- * when the act has one); nothing else happens until the key is back.
+ * The key cannot be used (gone, malformed, or refused and not confirmed yet) while the run may have
+ * a pod (a create was sent): the run keeps its phase, and the deadline (+ margin) and the cost cap
+ * still end it and delete the pod (with the last usable key, when the act has one); nothing else
+ * happens until the key is usable (`idle`: when to look again).
  */
-function guardWithoutCredentials(ctx: Context, spec: RunpodRunSpec, message: string): Step {
+function guardWithoutCredentials(ctx: Context, spec: RunpodRunSpec, unusable: { reason: Reason; cause: string; until: string }, idle: Step = { action: { type: 'none' }, requeue: 'backoff' }): Step {
   const { obs, status } = ctx;
   const pod = status.pod;
-  phase(ctx, status.phase ?? 'Provisioning', 'CredentialsMissing', `${message}; the run keeps its pod and its limits until the key is back`);
+  const { reason, cause, until } = unusable;
+  phase(ctx, status.phase ?? 'Provisioning', reason, `${cause}; the run keeps its pod and its limits ${until}`);
   if (pod?.id && pod.state !== 'Deleted' && pod.state !== 'Deleting') {
     const cap = spec.limits.maxCostUsd;
     if (obs.now.getTime() > Date.parse(pod.deadline ?? '') + obs.settings.deadlineMarginMs) {
-      fail(ctx, 'DeadlineExceeded', `the pod outlived spec.limits.maxRuntimeSeconds (${spec.limits.maxRuntimeSeconds}s) while the credentials were missing (${message}); deleted by the controller`);
+      fail(ctx, 'DeadlineExceeded', `the pod outlived spec.limits.maxRuntimeSeconds (${spec.limits.maxRuntimeSeconds}s) while the key could not be used (${cause}); deleted by the controller`);
     } else if (cap !== undefined && Number(status.estimatedCostUsd ?? 0) >= Number(cap)) {
-      fail(ctx, 'CostCapReached', `the estimated spend ${status.estimatedCostUsd ?? '0'} USD reached spec.limits.maxCostUsd (${cap}) while the credentials were missing (${message}); deleted by the controller`);
+      fail(ctx, 'CostCapReached', `the estimated spend ${status.estimatedCostUsd ?? '0'} USD reached spec.limits.maxCostUsd (${cap}) while the key could not be used (${cause}); deleted by the controller`);
     }
   }
-  return continueDeletions(ctx) ?? { action: { type: 'none' }, requeue: 'backoff' };
+  return continueDeletions(ctx) ?? idle;
 }
 
 /**

@@ -36,9 +36,11 @@ export interface Observation {
   status: RunpodRunStatus;
   /**
    * found: the Secret has the key; rejected: Runpod answered 401 to it; insufficient: Runpod refused
-   * the pod list with a 403 about the key (a scope it lacks), naming what was refused.
+   * the pod list with a 403 about the key (a scope it lacks), naming what was refused; refused: how
+   * many lists in a row were refused since when, and whether that confirms the refusal. Not found:
+   * the Secret or its key is missing, or (invalid) holds something that is no API key.
    */
-  credentials: { found: true; rejected?: boolean; insufficient?: string } | { found: false; message: string };
+  credentials: { found: true; rejected?: boolean; insufficient?: string; refused?: RefusedLists } | { found: false; invalid?: boolean; message: string };
   sshKeysReady: boolean;
   /** Set when `<run>-ssh` exists but is not owned by this run (a user's own Secret): never overwritten or adopted. */
   sshSecretConflict?: string;
@@ -66,6 +68,12 @@ export interface Observation {
   transfer?: { state: 'queued'; ahead: number } | { state: 'running' } | { state: 'settled' };
   settings: DecideSettings;
 }
+
+/**
+ * The account's pod lists Runpod refused (401/403) in a row, none accepted between: confirmed once they
+ * are several over at least a minute (a fresh observer's first 401 after a restart is evidence only).
+ */
+export interface RefusedLists { lists: number; since: Date; confirmed: boolean }
 
 /** USD per hour: the account's limit, what its running pods cost, what the refused pod would cost. */
 export interface SpendFacts { limitUsdPerHour?: number; runningUsdPerHour?: number; podUsdPerHour?: number }

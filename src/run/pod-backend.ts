@@ -2,7 +2,7 @@
 // catalog, a create, a delete, a start, a look for a pod that may be gone, the account's spend limit. act
 // judges what the answers mean; the implementation over the Runpod client only makes the calls, so
 // act's table tests run on a fake (test/run/act.test.ts).
-import { isRunpodError, type CreatePodRequest, type GpuTypeOffer, type Pod, type RunpodClient } from '../runpod/index.ts';
+import { isRunpodError, type CallOptions, type CreatePodRequest, type GpuTypeOffer, type Pod, type RunpodClient } from '../runpod/index.ts';
 import type { RunpodRunSpec } from '../api/spec.ts';
 
 export interface CatalogQuery { cloud: RunpodRunSpec['cloud']; gpuCount: number }
@@ -22,18 +22,21 @@ export interface PodBackend {
   spendLimitUsdPerHour(): Promise<number>;
 }
 
-/** The pod backend of one account, over its Runpod client. */
-export function runpodPodBackend(client: RunpodClient): PodBackend {
-  const withSignal = (signal: AbortSignal | undefined): { signal?: AbortSignal } => (signal ? { signal } : {});
+/**
+ * The pod backend of one account, over its Runpod client. `maxRateLimitWaitMs` bounds how long a call
+ * waits for the account's budget: longer, it fails `rate-limited` with the wait left (the caller comes back then).
+ */
+export function runpodPodBackend(client: RunpodClient, limits: { maxRateLimitWaitMs?: number } = {}): PodBackend {
+  const options = (signal?: AbortSignal): CallOptions => ({ maxRateLimitWaitMs: limits.maxRateLimitWaitMs, ...(signal ? { signal } : {}) });
   return {
-    catalog: ({ cloud, gpuCount }, signal) => client.listGpuTypes({ cloud, gpuCount, ...withSignal(signal) }),
-    createPod: (request, signal) => client.createPod(request, { signal }),
-    deletePod: (podId, signal) => unlessNotFound(client.deletePod(podId, { signal }), 'deleted', 'notFound'),
+    catalog: ({ cloud, gpuCount }, signal) => client.listGpuTypes({ cloud, gpuCount, ...options(signal) }),
+    createPod: (request, signal) => client.createPod(request, options(signal)),
+    deletePod: (podId, signal) => unlessNotFound(client.deletePod(podId, options(signal)), 'deleted', 'notFound'),
     startPod: async (podId, signal) => {
-      await client.podAction(podId, 'start', { signal });
+      await client.podAction(podId, 'start', options(signal));
     },
-    lookForPod: (podId, signal) => unlessNotFound(client.getPod(podId, { signal }), 'found', 'missing'),
-    spendLimitUsdPerHour: async () => (await client.getAccountLimits()).spendRate,
+    lookForPod: (podId, signal) => unlessNotFound(client.getPod(podId, options(signal)), 'found', 'missing'),
+    spendLimitUsdPerHour: async () => (await client.getAccountLimits(options())).spendRate,
   };
 }
 

@@ -7,6 +7,7 @@ import { finalizer, parseSpec, skipCleanupAnnotation, type RunpodRun } from '../
 import type { RunpodRunStatus } from '../api/status.ts';
 import { registerSecret, releaseSecrets, type Logger } from '../log.ts';
 import { withSecretOwner } from '../redaction.ts';
+import { isRunpodError } from '../runpod/index.ts';
 import { s3SettingsFor, s3Uri, type S3Defaults, type S3StoreSettings } from '../results/s3-store.ts';
 import { committedObjects } from '../results/s3-verify.ts';
 import { openS3Target } from './s3-access.ts';
@@ -32,6 +33,12 @@ import { RunEvidence } from './run-evidence.ts';
 import { spendPriceKey } from './spend-room.ts';
 
 export interface EventSink { record(run: RunpodRun, event: RunEvent): void }
+
+/**
+ * Longest a reconcile waits inside a worker for its account's Runpod budget (a slot, or a Retry-After):
+ * longer waits are waited out in the queue, so that one account's 429 storm never holds the workers.
+ */
+const workerRateLimitWaitMs = 5000;
 
 export interface RunReconcilerOptions {
   kubeConfig: KubeConfig;
@@ -116,7 +123,17 @@ export class RunReconciler {
       (call.log ?? this.#options.logger).info({ run: run.metadata.name, namespace: run.metadata.namespace, attempt }, 'the run changed since this reconcile read it; deciding again before any create');
       return { requeueAfterMs: 0 };
     }
-    const learned = await act(decision.action, { ...context, run: current });
+    let learned: RunpodRunStatus | undefined;
+    try {
+      learned = await act(decision.action, { ...context, run: current });
+    } catch (error) {
+      // The account's budget is spent for a while (a 429 storm): the run comes back when it frees,
+      // rather than holding a worker that another account's runs need.
+      if (!isRunpodError(error, 'rate-limited') || signal?.aborted) throw error;
+      const afterMs = Math.max(1000, error.retryAfterMs ?? workerRateLimitWaitMs);
+      (call.log ?? this.#options.logger).info({ run: run.metadata.name, namespace: run.metadata.namespace, action: decision.action.type, afterMs }, 'the account\'s Runpod budget is spent for now; the step is taken again when it frees');
+      return { requeueAfterMs: afterMs };
+    }
     // A replica told to stop writes nothing more: the intent is in the status, the next leader observes again.
     signal?.throwIfAborted();
     if (learned && !isDeepStrictEqual(learned, current.status ?? {})) {
@@ -137,7 +154,8 @@ export class RunReconciler {
     const { uid, namespace } = run.metadata;
     const verdict = parseSpec(run.spec);
     const spec = verdict.ok ? verdict.spec : undefined;
-    const secretKey = spec ? await this.runs.secretValue(namespace, spec.credentials.secretName, spec.credentials.key) : undefined;
+    const keyRead = spec ? await this.runs.runpodKey(namespace, spec.credentials.secretName, spec.credentials.key) : undefined;
+    const secretKey = keyRead?.ok ? keyRead.apiKey : undefined;
     // A finished run uses no SSH key, job secret or S3 key again (its account's key is the client's, held
     // by the process): what it registered goes, and nothing is registered again at each resync.
     const finished = isTerminal(run.status?.phase);
@@ -188,9 +206,9 @@ export class RunReconciler {
       },
       spec: verdict,
       status,
-      credentials: apiKey || !spec
-        ? { found: true, rejected: account?.observer.rejected, insufficient: listForbidden(account?.observer.forbidden, namespace, spec) }
-        : { found: false, message: `Secret ${namespace}/${spec.credentials.secretName} has no non-empty key "${spec.credentials.key}"` },
+      credentials: apiKey || !keyRead || keyRead.ok
+        ? { found: true, rejected: account?.observer.rejected, insufficient: listForbidden(account?.observer.forbidden, namespace, spec), refused: account?.observer.refused }
+        : { found: false, invalid: keyRead.invalid, message: keyRead.message },
       sshKeysReady: sshKeys !== undefined,
       ...(sshSecretConflict ? { sshSecretConflict } : {}),
       pods: snapshot && { listedAt: snapshot.listedAt, items: (snapshot.byRun.get(uid) ?? []).map(podView) },
@@ -205,7 +223,7 @@ export class RunReconciler {
       settings: this.#options.settings,
     };
     const context: Omit<ActContext, 'run'> = {
-      obs, spec, pods: account && runpodPodBackend(account.client), sshKeys, runs: this.runs, ssh, jobHost,
+      obs, spec, pods: account && runpodPodBackend(account.client, { maxRateLimitWaitMs: workerRateLimitWaitMs }), sshKeys, runs: this.runs, ssh, jobHost,
       now: () => this.#now(),
       jobInputs: jobInputs.ok ? jobInputs.inputs : undefined,
       resultLocation: location, s3,

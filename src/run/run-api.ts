@@ -8,6 +8,7 @@ import { changeOf, StatusWriter } from '../kube/status.ts';
 import { registerSecret } from '../log.ts';
 import type { S3Credentials } from '../results/s3-store.ts';
 import { redactStatus } from './status-redaction.ts';
+import { printableRuns, readRunpodKey } from './runpod-key.ts';
 
 export interface SshSecret { clientPrivateKey: string; clientPublicKey: string; hostPrivateKey: string; hostPublicKey: string }
 
@@ -93,6 +94,27 @@ export class RunApi {
   async secretValue(namespace: string, name: string, key: string): Promise<string | undefined> {
     const secret = await this.#readSecret(namespace, name);
     return secret && decodedKey(secret, key);
+  }
+
+  /**
+   * The run's Runpod API key from its credentials Secret, surrounding whitespace trimmed (a job's
+   * secrets are taken as they are: secretValue). A missing Secret or key, or one that holds no usable
+   * key, is a message naming the Secret and the key, never the value.
+   */
+  async runpodKey(namespace: string, name: string, key: string): Promise<{ ok: true; apiKey: string } | { ok: false; invalid: boolean; message: string }> {
+    const where = `Secret ${namespace}/${name}`;
+    const secret = await this.#readSecret(namespace, name);
+    const raw = secret?.data?.[key];
+    const missing = { ok: false as const, invalid: false, message: `${where} has no non-empty key "${key}"` };
+    if (!raw) return missing;
+    const bytes = Buffer.from(raw, 'base64');
+    const verdict = readRunpodKey(bytes);
+    if (verdict.ok) return verdict;
+    if (verdict.empty) return missing;
+    // Never shown, but should any path ever print it, it is redacted there.
+    registerSecret(bytes.toString('utf8'));
+    for (const run of printableRuns(bytes)) registerSecret(run);
+    return { ok: false, invalid: true, message: `${where} key "${key}" does not hold a usable Runpod API key: ${verdict.problem} (the value is not shown); write the key alone into the Secret` };
   }
 
   /**

@@ -13,9 +13,12 @@
 // than the grace, and a live read of the runs made after that list (not the reflector's cache,
 // which may lag behind a create it has not shown yet, nor an earlier account's read). It lists
 // every account any run referenced, finished runs too.
+//
+// Accounts are swept side by side (a few at a time) and each on its own: one account's long
+// Retry-After, unreachable answers or unusable key never hold back or stop another's sweep.
 import type { Logger } from '../log.ts';
 import { isRunpodError, type Pod } from '../runpod/index.ts';
-import type { Accounts, KnownAccount } from './accounts.ts';
+import { accountIdOf, type Accounts, type KnownAccount } from './accounts.ts';
 import { ownsPod, type Owner } from './ownership.ts';
 import { POD_ENV } from '../pod/protocol.ts';
 
@@ -43,6 +46,8 @@ export interface SweeperOptions {
   graceMs?: number;
   /** Told of each pod it deleted (metrics). */
   onDeleted?: (why: Condemned['why']) => void;
+  /** How many accounts are swept at once (default 4). */
+  concurrentAccounts?: number;
 }
 
 interface SentDelete { pod: Condemned; sentAt: number }
@@ -53,8 +58,10 @@ export class Sweeper {
   #sweeping: Promise<string[]> | undefined;
   /** Pod id → its delete, until a newer list confirms it. */
   #sent = new Map<string, SentDelete>();
-  /** stop() aborts a sweep in progress: no delete starts after it. */
+  /** stop() aborts a sweep in progress: no delete starts after it, and the lists under way end. */
   #stop = new AbortController();
+  /** Accounts whose key cannot be used, by account id: said once, not at every pass. */
+  #unusable = new Set<string>();
 
   constructor(options: SweeperOptions) {
     this.#options = options;
@@ -85,39 +92,70 @@ export class Sweeper {
   }
 
   async #pass(): Promise<string[]> {
-    const { accounts, logger } = this.#options;
-    for (const apiKey of await this.#options.referencedApiKeys?.() ?? []) accounts.remember(apiKey);
+    for (const apiKey of await this.#options.referencedApiKeys?.() ?? []) this.#remember(apiKey);
     const deleted: string[] = [];
-    for (const account of accounts.known()) {
-      const listed = await this.#listOwned(account);
-      if (!listed) continue;
-      this.#confirm(account, listed);
-      const condemned = this.#candidates(account, listed);
-      if (condemned.length === 0) continue;
-      // Read after this account's list, never reused for the next: a pass can last minutes (429
-      // waits), and a run created meanwhile may own a pod a later list shows. Every candidate here
-      // was listed before this read, so its run (older than its pod) is in it unless it is gone.
-      const live = condemned.some((pod) => pod.why === 'stray') ? await this.#options.liveRunUids() : new Set<string>();
-      for (const pod of condemned) {
-        if (pod.why === 'stray' && live.has(pod.runUid)) continue;
-        const { signal } = this.#stop;
-        if (signal.aborted) return deleted;
-        try {
-          await account.client.deletePod(pod.podId, { signal });
-        } catch (error) {
-          if (signal.aborted) return deleted;
-          if (!isRunpodError(error, 'not-found')) {
-            logger.warn({ err: error, ...pod }, 'deleting a pod in the sweep failed; the next sweep tries again');
-            continue;
-          }
-        }
-        this.#sent.set(pod.podId, { pod, sentAt: Date.now() });
-        logger.warn(pod, pod.why === 'stray'
-          ? 'deleted a stray pod whose run no longer exists; waiting for a newer list to confirm'
-          : 'deleted a pod past its deadline (RUNPOD_OPERATOR_DEADLINE + --deadline-margin); waiting for a newer list to confirm');
-        deleted.push(pod.podId);
-        this.#options.onDeleted?.(pod.why);
+    const pending = [...this.#options.accounts.known()];
+    const worker = async (): Promise<void> => {
+      for (let account = pending.shift(); account && !this.#stop.signal.aborted; account = pending.shift()) {
+        deleted.push(...await this.#sweepAccount(account));
       }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, this.#options.concurrentAccounts ?? 4) }, worker));
+    return deleted;
+  }
+
+  /** A key no client can be made for (it cannot travel in a header) is skipped; its runs say why in their status. */
+  #remember(apiKey: string): void {
+    try {
+      this.#options.accounts.remember(apiKey);
+    } catch (error) {
+      const account = accountIdOf(apiKey);
+      if (this.#unusable.has(account)) return;
+      this.#unusable.add(account);
+      this.#options.logger.warn({ account, err: error }, 'a Runpod API key a run references cannot be used; its account is not swept (the run\'s status names the Secret)');
+    }
+  }
+
+  /** One account's list, confirmations and deletes; its failures stay its own. */
+  async #sweepAccount(account: KnownAccount): Promise<string[]> {
+    const { logger } = this.#options;
+    const listed = await this.#listOwned(account);
+    if (!listed) return [];
+    this.#confirm(account, listed);
+    const condemned = this.#candidates(account, listed);
+    if (condemned.length === 0) return [];
+    // Read after this account's list, never reused for another: a pass can last minutes (429
+    // waits), and a run created meanwhile may own a pod a later list shows. Every candidate here
+    // was listed before this read, so its run (older than its pod) is in it unless it is gone.
+    let live = new Set<string>();
+    if (condemned.some((pod) => pod.why === 'stray')) {
+      try {
+        live = await this.#options.liveRunUids();
+      } catch (error) {
+        logger.warn({ err: error, account: account.id }, 'reading the runs for the stray sweep failed; only pods past their deadline are deleted this time');
+        condemned.splice(0, condemned.length, ...condemned.filter((pod) => pod.why === 'deadline'));
+      }
+    }
+    const deleted: string[] = [];
+    for (const pod of condemned) {
+      if (pod.why === 'stray' && live.has(pod.runUid)) continue;
+      const { signal } = this.#stop;
+      if (signal.aborted) return deleted;
+      try {
+        await account.client.deletePod(pod.podId, { signal });
+      } catch (error) {
+        if (signal.aborted) return deleted;
+        if (!isRunpodError(error, 'not-found')) {
+          logger.warn({ err: error, ...pod }, 'deleting a pod in the sweep failed; the next sweep tries again');
+          continue;
+        }
+      }
+      this.#sent.set(pod.podId, { pod, sentAt: Date.now() });
+      logger.warn(pod, pod.why === 'stray'
+        ? 'deleted a stray pod whose run no longer exists; waiting for a newer list to confirm'
+        : 'deleted a pod past its deadline (RUNPOD_OPERATOR_DEADLINE + --deadline-margin); waiting for a newer list to confirm');
+      deleted.push(pod.podId);
+      this.#options.onDeleted?.(pod.why);
     }
     return deleted;
   }
@@ -126,10 +164,11 @@ export class Sweeper {
     // Wall time, not the injected clock: the grace compares it with Runpod's createdAt.
     const at = Date.now();
     try {
-      const pods = await account.client.listPods();
+      const pods = await account.client.listPods({ signal: this.#stop.signal });
       this.#options.accounts.offerList(account.id, new Date(at), pods);
       return { at, pods: pods.filter((pod) => ownsPod(this.#options.owner, pod.env)) };
     } catch (error) {
+      if (this.#stop.signal.aborted) return undefined;
       this.#options.logger.warn({ err: error, account: account.id }, 'listing pods for the stray sweep failed');
       return undefined;
     }

@@ -90,6 +90,12 @@ const ENDPOINTS: Record<RunpodOperation, string> = {
 
 export interface CallOptions {
   signal?: AbortSignal | undefined;
+  /**
+   * Longest this call waits for the account's budget or a Retry-After (default the policy's
+   * maxRateLimitWaitMs); beyond it the call fails `rate-limited` with the wait left, so a caller with
+   * other work (a reconcile worker) can come back then instead of holding on.
+   */
+  maxRateLimitWaitMs?: number | undefined;
 }
 
 export interface ListGpuTypesOptions extends CallOptions {
@@ -181,13 +187,14 @@ export function createRunpodClient(options: RunpodClientOptions): RunpodClient {
     };
     const observer = options.observer;
     const endpoint = ENDPOINTS[operation];
+    const maxWaitMs = callOptions.maxRateLimitWaitMs ?? retry.maxRateLimitWaitMs;
     // The wait after a 429 is the limiter's pause for its Retry-After; counted as such.
     let after429 = false;
     for (;;) {
       let permit: Permit;
       const waitFrom = clock.now();
       try {
-        permit = await limiter.acquire(spec.priority, { signal: callOptions.signal, maxWaitMs: retry.maxRateLimitWaitMs });
+        permit = await limiter.acquire(spec.priority, { signal: callOptions.signal, maxWaitMs });
         const waited = clock.now() - waitFrom;
         // A slot granted at once still takes a tick or two of the event loop: that is no wait.
         if (waited >= 10) observer?.rateLimitWait(after429 ? 'retry_after' : 'budget', waited / 1000);
@@ -250,7 +257,7 @@ export function createRunpodClient(options: RunpodClientOptions): RunpodClient {
         // may be sent again after the wait: nothing was created by the refused attempt.
         limiter.backOff(retryAfterMs);
         rateLimited += 1;
-        if (rateLimited > retry.rateLimitRetries || retryAfterMs > retry.maxRateLimitWaitMs) throw err;
+        if (rateLimited > retry.rateLimitRetries || retryAfterMs > maxWaitMs) throw err;
         after429 = true;
         log.warn({ operation, attempt: sent, retryAfterMs }, 'Runpod rate limit reached, waiting');
         continue;

@@ -32,7 +32,16 @@ export interface PodObserverOptions {
   onChange: (runUids: string[]) => void;
   /** Schedules the lists (tests pin it). */
   clock?: Clock;
+  /** When refused lists (401/403) confirm the refusal: this many in a row, the first and the last this far apart (default 3 over a minute). */
+  refusalConfirmation?: { lists: number; spanMs: number };
 }
+
+/**
+ * Pod lists Runpod refused (401/403) in a row, with no accepted list between. One refusal is evidence,
+ * not a verdict (a fresh observer after a restart, a failover or a key rotation may meet a blip); a
+ * refusal is confirmed once several lists over a while met it.
+ */
+export interface RefusedLists { lists: number; since: Date; confirmed: boolean }
 
 export class PodObserver {
   #options: PodObserverOptions;
@@ -46,6 +55,8 @@ export class PodObserver {
   #polling: Promise<void> | undefined;
   #rejected = false;
   #forbidden: string | undefined;
+  /** The refused lists in a row (clock times of the first and the last), until a list is accepted. */
+  #refusals: { count: number; firstAt: number; lastAt: number } | undefined;
 
   constructor(options: PodObserverOptions) {
     this.#options = options;
@@ -64,6 +75,14 @@ export class PodObserver {
   /** Runpod refused the last list with a 403 (the key lacks the scope to read pods): what it said. */
   get forbidden(): string | undefined {
     return this.#forbidden;
+  }
+
+  /** The lists refused in a row since the last accepted one, or undefined when the last list was accepted. */
+  get refused(): RefusedLists | undefined {
+    const refusals = this.#refusals;
+    if (!refusals) return undefined;
+    const { lists, spanMs } = this.#options.refusalConfirmation ?? { lists: 3, spanMs: 60_000 };
+    return { lists: refusals.count, since: new Date(refusals.firstAt), confirmed: refusals.count >= lists && refusals.lastAt - refusals.firstAt >= spanMs };
   }
 
   start(): void {
@@ -117,7 +136,12 @@ export class PodObserver {
       } catch (error) {
         this.#rejected = isRunpodError(error, 'unauthorized');
         this.#forbidden = isRunpodError(error, 'forbidden') ? error.message : undefined;
-        this.#options.logger.warn({ err: error }, 'listing pods failed; keeping the last snapshot');
+        if (this.#rejected || this.#forbidden !== undefined) {
+          // Other failures (5xx, no answer) neither count nor break the row: they say nothing of the key.
+          const at = this.#clock.now();
+          this.#refusals = { count: (this.#refusals?.count ?? 0) + 1, firstAt: this.#refusals?.firstAt ?? at, lastAt: at };
+        }
+        this.#options.logger.warn({ err: error, refusedInARow: this.#refusals?.count }, 'listing pods failed; keeping the last snapshot');
       }
     };
     this.#polling = run();
@@ -134,6 +158,7 @@ export class PodObserver {
   #publish(listedAt: Date, pods: Pod[]): void {
     this.#rejected = false;
     this.#forbidden = undefined;
+    this.#refusals = undefined;
     // Lists may overlap (an offered one, a poll begun before it): the snapshot never goes back in time.
     if (this.#snapshot && listedAt < this.#snapshot.listedAt) return;
     const byRun = new Map<string, Pod[]>();

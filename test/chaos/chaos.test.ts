@@ -30,7 +30,8 @@ describe('the chaos schedule', () => {
 
   test('a session of six runs or more has every run kind and cycles through every window before repeating one', () => {
     const schedule = buildSchedule({ runs: 30, seed: 7, kills: 12 });
-    assert.deepEqual(new Set(schedule.runs.map((run) => run.kind)), new Set(runKinds));
+    assert.deepEqual(new Set(schedule.runs.map((run) => run.kind)), new Set([...runKinds, 'bad-key']));
+    assert.ok(schedule.kills.some((kill) => kill.refusedFirstLists > 0) && schedule.kills.some((kill) => kill.refusedFirstLists === 0), 'some restarts meet a 401 at the first lists');
     const windows = schedule.kills.map((kill) => kill.window);
     assert.equal(new Set(windows).size, 6);
     assert.equal(schedule.faults.length, 30);

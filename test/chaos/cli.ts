@@ -6,6 +6,7 @@
 //   --stock N         GPUs of stock (default 5)        --settle S      seconds without a run ending before the wait for the rest stops (default 600; 3x in all)
 //   --hold-kept B     before deleting, wait for kept pods' deadline + margin (default true)
 //   --conditions C    drawn (default: list lag, boot statuses, spend limit, pod-key refusals, paged lists drawn from the seed) or plain
+//   --bad-key-runs N  runs whose Secret holds a malformed key (default 1)
 //   --work-dir DIR    where logs, results and report.json go (default: a temp directory)
 //   --kubeconfig F    use this API server instead of starting one
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -33,7 +34,7 @@ const int = (min: number) => z.coerce.number().int().min(min);
 const optionsSchema = z.strictObject({
   runs: int(1).default(30), seed: int(0).default(1), faults: int(0).optional(), kills: int(0).optional(),
   'only-faults': list<FaultGeneratorName>(isFaultName, 'fault').optional(), windows: list<KillWindow>(isWindow, 'window').optional(),
-  'hold-kept': z.stringbool().default(true), conditions: z.enum(['drawn', 'plain']).default('drawn'), stock: int(1).default(5), settle: int(10).default(600), 'work-dir': z.string().min(1).optional(), kubeconfig: z.string().min(1).optional(),
+  'bad-key-runs': int(0).default(1), 'hold-kept': z.stringbool().default(true), conditions: z.enum(['drawn', 'plain']).default('drawn'), stock: int(1).default(5), settle: int(10).default(600), 'work-dir': z.string().min(1).optional(), kubeconfig: z.string().min(1).optional(),
 });
 
 const { values } = parseArgs({
@@ -49,7 +50,7 @@ const options = parsed.data;
 const workDir = options['work-dir'] ?? mkdtempSync(join(tmpdir(), `chaos-s${options.seed}-`));
 const schedule = buildSchedule({
   runs: options.runs, seed: options.seed, faults: options.faults, kills: options.kills,
-  faultNames: options['only-faults'], windows: options.windows, conditions: options.conditions,
+  faultNames: options['only-faults'], windows: options.windows, conditions: options.conditions, badKeyRuns: options['bad-key-runs'],
 });
 const say = (line: string) => console.log(`chaos: ${line}`);
 say(`seed ${schedule.seed}: schedule ${schedule.hash} (${schedule.runs.length} runs, ${schedule.faults.length} faults, ${schedule.kills.length} kills); work dir ${workDir}`);

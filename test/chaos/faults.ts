@@ -19,7 +19,7 @@ export interface FaultGenerator {
 
 const num = (params: FaultParams, key: string): number => Number(params[key]);
 const gpuTypes = ['NVIDIA GeForce RTX 4090', 'NVIDIA A40'] as const;
-/** Requests a 5xx or a 429 may hit, as the simulator's stats name them. */
+/** Requests a 5xx, a 429 or a refusal may hit, as the simulator's stats name them. */
 const requestTargets = [
   { method: 'GET', path: '/v2/pods' }, { method: 'POST', path: '/v2/pods' },
   { method: 'GET', path: '/v2/pods/{id}' }, { method: 'DELETE', path: '/v2/pods/{id}' },
@@ -55,6 +55,12 @@ export const faultGenerators = {
     arm: (params) => ({
       fault: 'rate-limit', count: num(params, 'count'), ...requestTargets[num(params, 'target')], retryAfterSeconds: num(params, 'retryAfterSeconds'),
     }),
+  },
+  refuse: {
+    targetsPod: false,
+    // Runpod refusing the key a few times, on the list, a get or a delete (a refused create ends its run at once; a new leader's first lists are the killer's).
+    plan: (random) => ({ count: random.int(1, 3), status: random.pick([401, 401, 403]), target: random.pick([0, 2, 3]) }),
+    arm: (params) => ({ fault: 'refuse', count: num(params, 'count'), ...requestTargets[num(params, 'target')], status: num(params, 'status') as 401 }),
   },
   'not-found-flap': {
     targetsPod: true,

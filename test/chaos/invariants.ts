@@ -127,6 +127,19 @@ export function finalizersLeft(leftover: { name: string; finalizers: string[]; m
   return figure('finalizers left on deleted runs', leftover.length, leftover.map((run) => `${run.name}: ${run.finalizers.join(', ')} (${run.message})`));
 }
 
+/** Runs whose Secret holds a malformed key that were not seen waiting Pending/CredentialsInvalid (their own status, never a stall). */
+export function malformedKeyRunsNotHeld(runs: RunBook): Figure {
+  const offenders = [...runs.entries.values()].filter((entry) => entry.planned.kind === 'bad-key' && entry.uid && !entry.heldInvalid);
+  return figure('malformed-key runs not held Pending/CredentialsInvalid', offenders.length, offenders.map((entry) =>
+    `${entry.planned.name}: last seen ${entry.latest?.status?.phase ?? 'no phase'}/${entry.latest?.status?.reason ?? ''} ${entry.latest?.status?.message ?? ''}`));
+}
+
+/** Occurrences of a Runpod key (or a piece of the malformed one) in the controller's log. */
+export function keysInLog(log: string, secrets: string[]): Figure {
+  const found = secrets.map((secret) => [secret, log.split(secret).length - 1] as const).filter(([, n]) => n > 0);
+  return figure('Runpod keys (or pieces) in the controller log', found.reduce((sum, [, n]) => sum + n, 0), found.map(([secret, n]) => `${secret.slice(0, 6)}…: ${n} times`));
+}
+
 function runOf(pod: SimPod, runs: RunBook): RunEntry | undefined {
   const uid = pod.env.RUNPOD_OPERATOR_RUN;
   return uid ? runs.byUid(uid) : undefined;

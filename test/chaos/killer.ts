@@ -5,7 +5,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { podPath } from '../../src/pod/index.ts';
-import { simPods } from '../runpod-sim/client.ts';
+import { injectFault, simPods } from '../runpod-sim/client.ts';
 import type { ControllerProcess } from './controller.ts';
 import type { Answer, Exchange, Handler } from './proxy.ts';
 import type { RunBook } from './runbook.ts';
@@ -104,6 +104,11 @@ export class Killer {
     }
     this.records.push(record);
     await sleep(kill.restartAfterMs);
+    if (kill.refusedFirstLists > 0) {
+      // Armed before the start: the new leader's first pod lists (its sweep's, its observers') meet a 401.
+      await injectFault(this.#options.adminUrl, { fault: 'refuse', status: 401, method: 'GET', path: '/v2/pods', count: kill.refusedFirstLists });
+      record.detail += `; the new leader's first ${kill.refusedFirstLists} pod lists refused (401)`;
+    }
     controller.start();
   }
 

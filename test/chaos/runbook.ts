@@ -13,6 +13,8 @@ export interface RunEntry {
   /** The run is no longer listed (deleted and its finalizer gone). */
   gone: boolean;
   deleteRequested: boolean;
+  /** bad-key runs: seen waiting Pending/CredentialsInvalid before the user deleted them. */
+  heldInvalid?: boolean;
 }
 
 export class RunBook {

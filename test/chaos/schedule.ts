@@ -27,6 +27,8 @@ export interface PlannedKill {
   deleteSent: boolean;
   /** How long the controller stays down before it is started again. */
   restartAfterMs: number;
+  /** The new leader's first pod lists Runpod refuses with a 401 (0: none): a blip at a restart is evidence, not a verdict. */
+  refusedFirstLists: number;
 }
 
 export interface Schedule {
@@ -56,6 +58,8 @@ export interface ScheduleOptions {
   applySpacingMs?: number;
   /** `drawn` (the default): the simulator's session-long behaviours are drawn from the seed; `plain`: its defaults. */
   conditions?: 'drawn' | 'plain';
+  /** Runs whose Secret holds a malformed key (default 1). */
+  badKeyRuns?: number;
 }
 
 export function buildSchedule(options: ScheduleOptions): Schedule {
@@ -73,13 +77,17 @@ export function buildSchedule(options: ScheduleOptions): Schedule {
   const killCount = windows.length === 0 ? 0 : options.kills ?? Math.max(1, Math.round(options.runs / 5));
   // Every window before any repeats, in a seeded order.
   const order = random.shuffle(windows);
-  const kills: PlannedKill[] = Array.from({ length: killCount }, (_, index) => ({
+  const kills = Array.from({ length: killCount }, (_, index) => ({
     atMs: random.int(5000, spanMs + 20_000), window: order[index % order.length]!,
     deleteSent: random.next() < 0.5, restartAfterMs: random.int(500, 3000),
   })).sort((a, b) => a.atMs - b.atMs);
   // Drawn last, so a seed's runs, faults and kills stay what they were before conditions existed.
   const conditions = options.conditions === 'plain' ? plainConditions : drawConditions(random);
-  const plan = { seed: options.seed, runs, faults, kills, conditions, spanMs };
+  // What came later draws from a stream of its own: every draw above stays what it was, conditions or not.
+  const later = new Random(options.seed ^ 0x5bd1e995);
+  const withRefusals: PlannedKill[] = kills.map((kill) => ({ ...kill, refusedFirstLists: later.next() < 0.5 ? later.int(2, 4) : 0 }));
+  for (let i = 0; i < (options.badKeyRuns ?? 1); i++) runs.push(planRun(later, runs.length, 'bad-key', later.int(0, spanMs)));
+  const plan = { seed: options.seed, runs, faults, kills: withRefusals, conditions, spanMs };
   return { ...plan, hash: createHash('sha256').update(JSON.stringify(plan)).digest('hex').slice(0, 16) };
 }
 

@@ -1,7 +1,7 @@
 // One chaos session: a fresh namespace on the given API server, the simulator, the proxy and the
 // controller process; the schedule played out (applies, user actions, faults, kills); then the wait
 // for every run to end, the deletion of every run, and the figures.
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -10,14 +10,14 @@ import { startSimulator, type SimConfigInput } from '../runpod-sim/server.ts';
 import { runKubectl } from '../support/kubectl.ts';
 import { ControllerProcess } from './controller.ts';
 import { faultGenerators } from './faults.ts';
-import { billedPastDeadline, doubleBilling, finalizersLeft, podsLeaked, resultsLostOrUnverified, runsNotTerminal, type Figure } from './invariants.ts';
+import { billedPastDeadline, doubleBilling, finalizersLeft, keysInLog, malformedKeyRunsNotHeld, podsLeaked, resultsLostOrUnverified, runsNotTerminal, type Figure } from './invariants.ts';
 import { Killer, type KillRecord } from './killer.ts';
 import { destructionOf, readLeaderTerms } from './leader-time.ts';
 import { startProxy } from './proxy.ts';
 import { isTerminalPhase, outcomeOf, RunBook } from './runbook.ts';
 import { conditionsConfig, type SimConditions } from './conditions.ts';
 import type { PlannedFault, Schedule } from './schedule.ts';
-import { runManifest } from './workload.ts';
+import { badKeySecret, runManifest } from './workload.ts';
 
 export interface SessionOptions {
   schedule: Schedule;
@@ -62,6 +62,8 @@ export interface SessionReport {
 }
 
 const apiKey = 'rpa_CHAOS_KEY_DO_NOT_LOG_7d3e91';
+/** The printable pieces of the malformed key: none may reach the controller's log. */
+const badKeyParts = badKeySecret.value.split(/[^\x21-\x7e]+/).filter((part) => part.length >= 8);
 const controllerSettings = { pollInterval: '2s', deadlineMargin: '5s', watchdogPeriod: '2s' };
 
 export function simConfig(stock: number, conditions: SimConditions): SimConfigInput {
@@ -88,6 +90,8 @@ export async function runSession(options: SessionOptions): Promise<SessionReport
   mkdirSync(resultsDir, { recursive: true });
   await must(kubectl(['create', 'namespace', namespace]));
   await must(kubectl(['create', 'secret', 'generic', 'runpod', '-n', namespace, `--from-literal=apiKey=${apiKey}`]));
+  const malformed = { apiVersion: 'v1', kind: 'Secret', metadata: { name: badKeySecret.name }, data: { [badKeySecret.key]: Buffer.from(badKeySecret.value, 'latin1').toString('base64') } };
+  await must(kubectl(['apply', '-n', namespace, '-f', '-'], JSON.stringify(malformed)));
 
   const sim = await startSimulator({ apiKeys: [apiKey], config: simConfig(options.stock, schedule.conditions) });
   const runs = new RunBook(options.kubeConfig, namespace, schedule.runs);
@@ -117,12 +121,13 @@ export async function runSession(options: SessionOptions): Promise<SessionReport
       const applied = await must(kubectl(['apply', '-n', namespace, '-f', '-', '-o', 'jsonpath={.metadata.uid}'], JSON.stringify(runManifest(run))));
       const entry = runs.applied(run.name, applied.stdout.trim());
       if (run.actionAfterMs === undefined) return;
+      if (run.kind === 'bad-key') entry.heldInvalid = await seenCredentialsInvalid(runs, run.name, started + run.applyAtMs + run.actionAfterMs);
       await at(run.applyAtMs + run.actionAfterMs);
       // A user's action may come too late (the run already ended): it is reported, not fatal.
-      const action = run.kind === 'cancel'
+      const action: string[] = run.kind === 'cancel'
         ? ['patch', 'rpr', run.name, '-n', namespace, '--type', 'merge', '-p', '{"spec":{"cancel":true}}']
         : ['delete', 'rpr', run.name, '-n', namespace, '--wait=false'];
-      if (run.kind === 'delete') entry.deleteRequested = true;
+      if (run.kind === 'delete' || run.kind === 'bad-key') entry.deleteRequested = true;
       const done = await kubectl(action);
       if (done.status !== 0) say(`${action[0]} ${run.name} failed: ${done.stderr.trim()}`);
     });
@@ -192,6 +197,8 @@ export async function runSession(options: SessionOptions): Promise<SessionReport
       doubleBilling(pods, runs, now),
       results.lost,
       finalizersLeft(leftover.map((run) => ({ name: run.metadata.name ?? '', finalizers: run.metadata.finalizers ?? [], message: run.status?.message ?? '' }))),
+      malformedKeyRunsNotHeld(runs),
+      keysInLog(readFileSync(controllerLog, 'utf8'), [apiKey, ...badKeyParts]),
     ];
     for (const outcome of outcomes) {
       const uid = runs.entries.get(outcome.name)?.uid;
@@ -212,6 +219,16 @@ export async function runSession(options: SessionOptions): Promise<SessionReport
     await proxy.stop();
     await sim.stop();
   }
+}
+
+/** Whether the run is seen waiting Pending/CredentialsInvalid before `until` (epoch ms). */
+async function seenCredentialsInvalid(runs: RunBook, name: string, until: number): Promise<boolean> {
+  while (Date.now() < until) {
+    const status = (await runs.get(name))?.status;
+    if (status?.phase === 'Pending' && status.reason === 'CredentialsInvalid') return true;
+    await sleep(500);
+  }
+  return false;
 }
 
 async function fire(fault: PlannedFault, adminUrl: string, runs: RunBook, atMs: number): Promise<FaultRecord> {

@@ -5,10 +5,17 @@ import { group, version } from '../../src/api/runpodrun.ts';
 import type { Random } from './random.ts';
 
 export const runKinds = ['success', 'job-failure', 'deadline', 'cancel', 'delete', 'keep-pod'] as const;
-export type RunKind = (typeof runKinds)[number];
+/**
+ * `bad-key` is planned apart (schedule.ts): a run whose credentials Secret holds a key with a stray
+ * byte, one tenant's mistake that must stay that run's own while every other run holds every invariant.
+ */
+export type RunKind = (typeof runKinds)[number] | 'bad-key';
+
+/** The Secret of the bad-key runs, and what it holds: a recognisable key with an embedded control byte. */
+export const badKeySecret = { name: 'runpod-malformed', key: 'apiKey', value: 'rpa_CHAOS_BAD\x01KEY_DO_NOT_LOG_93e1\n' } as const;
 
 /** How often each kind is drawn once every kind has had its first run. */
-const kindWeights: Record<RunKind, number> = { success: 4, 'job-failure': 1, deadline: 1, cancel: 1, delete: 1, 'keep-pod': 1 };
+const kindWeights: Record<(typeof runKinds)[number], number> = { success: 4, 'job-failure': 1, deadline: 1, cancel: 1, delete: 1, 'keep-pod': 1 };
 
 export interface PlannedRun {
   name: string;
@@ -28,6 +35,8 @@ export interface PlannedRun {
 export const expectedOutcome: Record<RunKind, string> = {
   success: 'Succeeded/Succeeded', 'job-failure': 'Failed/JobFailed', deadline: 'Failed/DeadlineExceeded',
   cancel: 'Failed/Cancelled', delete: 'deleted', 'keep-pod': 'Succeeded/Succeeded',
+  // Held Pending/CredentialsInvalid (a figure checks it was seen so), then deleted by the user.
+  'bad-key': 'deleted',
 };
 
 /** Kinds whose job exits 0 on its own: a result the user must get unless the pod was taken away. */
@@ -45,6 +54,8 @@ export function planRun(random: Random, index: number, kind: RunKind, applyAtMs:
     case 'delete': return { ...base, jobSeconds: 3600, actionAfterMs: random.int(5, 45) * 1000 };
     // The deadline is absolute for a kept pod too: a short one lands inside the session.
     case 'keep-pod': return { ...base, maxRuntimeSeconds: random.int(45, 240) };
+    // Deleted once it was seen waiting Pending/CredentialsInvalid, or at the latest this long after the apply.
+    case 'bad-key': return { ...base, jobSeconds: 3600, actionAfterMs: random.int(20, 45) * 1000 };
   }
 }
 
@@ -70,7 +81,7 @@ export function runManifest(run: PlannedRun): object {
   return {
     apiVersion: `${group}/${version}`, kind: 'RunpodRun', metadata: { name: run.name, labels: { 'chaos.runpod-operator.dev/kind': run.kind } },
     spec: {
-      credentials: { secretName: 'runpod' }, image: 'runpod/base:0.6.2',
+      credentials: run.kind === 'bad-key' ? { secretName: badKeySecret.name, key: badKeySecret.key } : { secretName: 'runpod' }, image: 'runpod/base:0.6.2',
       gpu: { types: ['NVIDIA GeForce RTX 4090', 'NVIDIA A40'] },
       job: { command: ['sh', '-c', jobScript(run)] },
       results: { path: 'output' },

@@ -3,7 +3,8 @@
 // the leak check.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { countRequests, simPods, simStats } from '../runpod-sim/client.ts';
+import { countRequests, injectFault, simPods, simStats } from '../runpod-sim/client.ts';
+import { kubectl } from '../support/kubectl.ts';
 import { hasCondition, runManifest, withWorld } from '../support/operator.ts';
 
 const podReady = (run: Parameters<typeof hasCondition>[0]) => hasCondition(run, 'PodReady');
@@ -35,6 +36,27 @@ describe('list lag', () => {
       assert.equal((await simPods(world.sim.adminUrl)).length, 1, 'exactly one pod');
       await world.deleteRun('lag-get');
     }, { sim: { listLag: { createdMs: 3000, deletedMs: 3000, get: true } } }));
+});
+
+describe('deleting a run while its create answer is lost', () => {
+  test('the finalizer stays until the pod the lost create made shows up late, is adopted, and its delete is confirmed', () =>
+    withWorld('lost-delete', async (world) => {
+      // The pod is created but the answer is a 500, and lists show the new pod only 20 s later.
+      await injectFault(world.sim.adminUrl, { fault: 'create-ambiguous', status: 500 });
+      await world.apply(runManifest('lost-delete'));
+      await world.waitForRun('lost-delete', 'its create answer lost', (r) => r.status?.attempts?.[0]?.outcome === 'Ambiguous');
+      const deleting = await kubectl(['delete', 'rpr', 'lost-delete', '-n', world.namespace, '--wait=false']);
+      assert.equal(deleting.status, 0, deleting.stderr);
+      const [pod] = await simPods(world.sim.adminUrl);
+      assert.ok(pod, 'the lost create made a pod');
+      const waiting = await world.waitForRun('lost-delete', 'waiting for its lost pod', (r) => /waiting to learn whether pod lost-delete-1 exists/.test(r.status?.message ?? ''));
+      assert.ok(waiting.metadata.finalizers?.length, 'the finalizer stays while the pod may exist');
+      const gone = await kubectl(['wait', '--for=delete', 'rpr/lost-delete', '-n', world.namespace, '--timeout=90s']);
+      assert.equal(gone.status, 0, gone.stderr);
+      const after = (await simPods(world.sim.adminUrl)).find((p) => p.id === pod.id);
+      assert.ok(after?.deletedAt, 'the pod was deleted before the finalizer went');
+      assert.equal(after.deletedBy, 'account');
+    }, { sim: { listLag: { createdMs: 20_000, deletedMs: 0, get: false } } }));
 });
 
 describe('status flow', () => {

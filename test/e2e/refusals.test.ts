@@ -54,6 +54,24 @@ describe('refusals', () => {
       await world.deleteRun('second');
     }, { sim: { account: { spendRateUsdPerHour: 1 } } }));
 
+  test('a 401 at a new leader\'s first lists is evidence, not a verdict: the running run keeps its pod and goes on', () =>
+    withWorld('leader401', async (world) => {
+      await world.apply(runManifest('leader401'));
+      await world.waitForRun('leader401', 'Running', (r) => r.status?.phase === 'Running' && r.status.reason === 'JobRunning', 90_000);
+      await world.stopController();
+      // Runpod refuses the key for the first lists the new leader takes (its sweep's and its observer's).
+      await injectFault(world.sim.adminUrl, { fault: 'refuse', status: 401, method: 'GET', path: '/v2/pods', count: 3 });
+      await world.startController();
+      for (let i = 0; i < 120 && countRequests(await simStats(world.sim.adminUrl), 'GET', '/v2/pods', 401) < 3; i++) await sleep(250);
+      assert.equal(countRequests(await simStats(world.sim.adminUrl), 'GET', '/v2/pods', 401), 3, 'the new leader met the refusals');
+      const back = await world.waitForRun('leader401', 'listed again', (r) => r.status?.reason === 'JobRunning' && Date.parse(r.status.pod?.listedAt ?? '') > 0);
+      assert.equal(back.status?.phase, 'Running');
+      const [pod] = await simPods(world.sim.adminUrl);
+      assert.equal(pod?.deletedAt, null, 'the healthy pod is not deleted');
+      assert.doesNotMatch(await eventsOf(world.namespace), /"reason":"CredentialsRejected"[^}]*"type":"Warning"/);
+      await world.deleteRun('leader401');
+    }));
+
   test('a key without pods:write: Failed/CredentialsInsufficient naming the refused call, one create, no pod', () =>
     withWorld('noscope', async (world) => {
       await world.apply(runManifest('noscope'));

@@ -168,6 +168,8 @@ test('a run created while a sweep is under way keeps the pod a later account lis
         return uids;
       },
       referencedApiKeys: () => Promise.resolve([keyA, keyB]),
+      // One account at a time, as when a pass has more accounts than it sweeps at once: B is listed after A's read.
+      concurrentAccounts: 1,
     });
 
     const deleted = await sweeper.sweep();

@@ -9,6 +9,7 @@ import { Accounts } from '../../src/run/accounts.ts';
 import { installScope } from '../../src/run/ownership.ts';
 import { Sweeper, type StrayPod, type SweeperOptions } from '../../src/run/sweeper.ts';
 import { createRunpodClient, type RunpodClient } from '../../src/runpod/index.ts';
+import { rateLimiterForKey } from '../../src/runpod/rate-limiter.ts';
 import { assertNoLeaks, injectFault, simPods } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator, type SimConfigInput } from '../runpod-sim/server.ts';
 
@@ -17,8 +18,8 @@ const apiKey = 'rpa_SWEEPER_TEST_KEY_0123456789';
 interface SweepWorld { sim: RunningSimulator; accounts: Accounts; client: RunpodClient; logger: Logger; logLines: string[] }
 
 /** A simulator, the account the sweeper knows, a client to make pods with, a logger whose lines the test reads; then the leak check. */
-async function withSweepWorld(body: (world: SweepWorld) => Promise<void>, observed: { pollIntervalMs?: number; onPodsChanged?: (uids: string[]) => void; sim?: SimConfigInput } = {}): Promise<void> {
-  const sim = await startSimulator({ apiKeys: [apiKey], config: observed.sim });
+async function withSweepWorld(body: (world: SweepWorld) => Promise<void>, observed: { pollIntervalMs?: number; onPodsChanged?: (uids: string[]) => void; sim?: SimConfigInput; otherKeys?: string[] } = {}): Promise<void> {
+  const sim = await startSimulator({ apiKeys: [apiKey, ...observed.otherKeys ?? []], config: observed.sim });
   const accounts = new Accounts({
     baseUrl: sim.baseUrl, clusterId: 'cluster-a', pollIntervalMs: observed.pollIntervalMs ?? 1000, logger: createLogger('silent'), onPodsChanged: observed.onPodsChanged ?? (() => {}),
   });
@@ -190,3 +191,47 @@ test('over paged lists, a page that fails makes the whole list unusable: nothing
   const pods = await simPods(sim.adminUrl);
   assert.deepEqual(pods.filter((pod) => pod.deletedAt).map((pod) => pod.id), [stray.id], 'only the stray was deleted');
 }, { sim: { pods: { pageSize: 2 }, listLag: { deletedMs: listLagAfterDeleteMs }, rateLimits: { enabled: false } } }));
+
+/** A pod of account `client` that this install owns, its deadline marker two minutes behind. */
+const overduePod = (client: RunpodClient, name: string) => client.createPod({
+  name, image: 'img', gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 }, args: 'sleep 600',
+  env: { [POD_ENV.cluster]: 'cluster-a', [POD_ENV.scope]: installScope('team-a'), [POD_ENV.run]: 'uid-live', [POD_ENV.deadline]: String(Math.floor(Date.now() / 1000) - 120) },
+});
+
+const sweeperOf = (world: SweepWorld, keys: string[]) => new Sweeper({
+  accounts: world.accounts, logger: world.logger, intervalMs: 60_000, deadlineMarginMs: 60_000, graceMs: 3_600_000,
+  owner: { clusterId: 'cluster-a', scope: installScope('team-a') },
+  cachedRunUids: () => new Set(['uid-live']), liveRunUids: () => Promise.resolve(new Set(['uid-live'])),
+  referencedApiKeys: () => Promise.resolve(keys),
+});
+
+test('a malformed key among the referenced ones is skipped and logged once; every other account is swept', () => withSweepWorld(async (world) => {
+  // What `echo KEY | base64` with a stray byte makes: a key no HTTP header can carry.
+  const badKey = 'rpa_BAD\x01KEY_DO_NOT_LOG_SWEEP_4411';
+  const overdue = await overduePod(world.client, 'overdue-1');
+  const sweeper = sweeperOf(world, [badKey, apiKey]);
+  assert.deepEqual(await sweeper.sweep(), [overdue.id], 'the other account is swept');
+  assert.deepEqual(await sweeper.sweep(), []);
+  const skipped = world.logLines.filter((line) => line.includes('cannot be used'));
+  assert.equal(skipped.length, 1, `logged once, not every pass:\n${skipped.join('')}`);
+  assert.ok(!world.logLines.join('\n').includes('KEY_DO_NOT_LOG_SWEEP'), 'no part of the bad key is logged');
+}));
+
+test('an account whose calls wait out a long Retry-After does not hold back the sweep of the others', () => withSweepWorld(async (world) => {
+  const slowKey = 'rpa_SWEEPER_SLOW_ACCOUNT_0123456789';
+  const overdue = await overduePod(world.client, 'overdue-2');
+  // What a 429 with Retry-After: 50 leaves behind: nobody of that account sends anything for 50 s.
+  rateLimiterForKey(slowKey).backOff(50_000);
+  const sweeper = sweeperOf(world, [slowKey, apiKey]);
+  let passEnded = false;
+  const pass = sweeper.sweep().finally(() => { passEnded = true; });
+  let deletedAt: string | null | undefined = null;
+  for (let i = 0; i < 100 && !deletedAt; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    deletedAt = (await simPods(world.sim.adminUrl)).find((pod) => pod.id === overdue.id)?.deletedAt;
+  }
+  assert.ok(deletedAt, 'the overdue pod of the account that can be listed was deleted while the other waited');
+  assert.equal(passEnded, false, 'the slow account is still waiting');
+  await sweeper.stop();
+  assert.deepEqual(await pass, [overdue.id], 'stop() ends the waiting list at once');
+}, { otherKeys: ['rpa_SWEEPER_SLOW_ACCOUNT_0123456789'] }));

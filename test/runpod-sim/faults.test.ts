@@ -87,6 +87,21 @@ describe('fault injection', () => {
     assert.equal((await call(sim, 'GET', '/v2/pods', { key: KEY })).status, 200);
   });
 
+  test('refuse answers the matching requests with Runpod\'s 401 or 403 body, count times, then lets them through', async () => {
+    await injectFault(sim.adminUrl, { fault: 'refuse', status: 401, method: 'GET', path: '/v2/pods', count: 2 });
+    assert.equal((await call(sim, 'GET', '/v2/pods/nosuchpod', { key: KEY })).status, 404, 'another path is not refused');
+    for (let i = 0; i < 2; i++) {
+      const refused = await call(sim, 'GET', '/v2/pods', { key: KEY });
+      assert.equal(refused.status, 401);
+      assert.equal(refused.headers.get('content-type'), 'application/problem+json');
+      assert.deepEqual(refused.body, { status: 401, title: 'Unauthorized', detail: 'invalid bearer token' });
+    }
+    assert.equal((await call(sim, 'GET', '/v2/pods', { key: KEY })).status, 200);
+    await injectFault(sim.adminUrl, { fault: 'refuse', status: 403 });
+    assert.deepEqual((await call(sim, 'POST', '/v2/pods', { key: KEY, body: a40('refused') })).body, { status: 403, title: 'Forbidden', detail: 'access denied' });
+    assert.deepEqual(await podNames(sim), [], 'a refused create creates nothing');
+  });
+
   test('not-found-flap answers 404 to GETs of a live pod, then the pod again', async () => {
     const created = await call(sim, 'POST', '/v2/pods', { key: KEY, body: a40('flapping') });
     const id = String(field(created.body, 'id'));

@@ -15,6 +15,8 @@ export const faultSchema = z.discriminatedUnion('fault', [
   z.strictObject({ fault: z.literal('create-timeout'), count }),
   z.strictObject({ fault: z.literal('http-5xx'), count, method, path, pages, status: errorStatus.default(500) }),
   z.strictObject({ fault: z.literal('rate-limit'), count, method, path, pages, retryAfterSeconds: z.number().int().nonnegative().default(1) }),
+  // Runpod refusing the key for a while (a blip after a restart, a failover, a key rotation).
+  z.strictObject({ fault: z.literal('refuse'), count, method, path, pages, status: z.union([z.literal(401), z.literal(403)]) }),
   z.strictObject({ fault: z.literal('not-found-flap'), count, podId: z.string().min(1) }),
   z.strictObject({ fault: z.literal('vanish'), count, podId: z.string().min(1), afterMs: z.number().int().nonnegative().default(0) }),
   z.strictObject({ fault: z.literal('slow-boot'), count, delayMs: z.number().int().nonnegative() }),
@@ -67,7 +69,7 @@ export class FaultQueue {
   }
 }
 
-/** Whether a request-level fault (http-5xx, rate-limit) with optional filters matches a request. */
+/** Whether a request-level fault (http-5xx, rate-limit, refuse) with optional filters matches a request. */
 export function matchesRequest(
   fault: { method?: string | undefined; path?: string | undefined; pages?: 'first' | 'later' | undefined },
   requestMethod: string, template: string, query: URLSearchParams,

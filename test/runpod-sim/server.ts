@@ -156,6 +156,9 @@ async function serveApi(core: SimCore, router: Router<ApiHandler>, req: Incoming
   if (injected429) {
     return done(fail(problems.rateLimited('minute', injected429.retryAfterSeconds)), core.limiter.peek(quotaKey));
   }
+  // The account's key is refused, not the pods' own keys (each a key of its own).
+  const refused = principal.kind === 'account' ? core.faults.take('refuse', (fault) => matchesRequest(fault, method, match.template, url.searchParams)) : undefined;
+  if (refused) return done(fail(refused.status === 401 ? problems.invalidKey() : problems.forbidden()), core.limiter.peek(quotaKey));
   const injected5xx = core.faults.take('http-5xx', (fault) => matchesRequest(fault, method, match.template, url.searchParams));
   if (injected5xx) return done(fail(problems.internal(injected5xx.status)), core.limiter.peek(quotaKey));
 

@@ -4,7 +4,9 @@ import assert from 'node:assert/strict';
 import { mock, test } from 'node:test';
 import { createLogger } from '../../src/log.ts';
 import type { RunpodClient } from '../../src/runpod/client.ts';
+import { RunpodError } from '../../src/runpod/errors.ts';
 import { PodObserver } from '../../src/runpod/observer.ts';
+import { FakeClock } from './fake-clock.ts';
 
 test('refreshSoon during a burst lists within a fifth of the interval of the first call, whatever follows', async () => {
   mock.timers.enable({ apis: ['setTimeout', 'Date'] });
@@ -72,6 +74,45 @@ test('a list offered by another caller is taken when it is newer than the snapsh
   assert.deepEqual(observer.snapshot?.byRun.get('uid-1')?.map((p) => p.id), ['p2']);
   observer.offer(new Date(offeredAt.getTime() - 1), [] as never);
   assert.deepEqual(observer.snapshot?.byRun.get('uid-1')?.map((p) => p.id), ['p2'], 'an older offer is not taken either');
+  observer.stop();
+});
+
+test('refused lists are confirmed only when several in a row span a minute; a snapshot is kept meanwhile; an accepted list starts over', async () => {
+  const clock = new FakeClock();
+  const pod = { id: 'p1', name: 'r-1', status: 'RUNNING', env: { RUNPOD_OPERATOR_CLUSTER: 'c', RUNPOD_OPERATOR_RUN: 'uid-1' } };
+  let answer: 'pods' | 401 | 403 = 401;
+  const refusal = (status: 401 | 403) => new RunpodError({ kind: status === 401 ? 'unauthorized' : 'forbidden', operation: 'listPods', status, detail: status === 401 ? 'invalid bearer token' : 'access denied' });
+  const client = { listPods: () => (answer === 'pods' ? Promise.resolve([pod]) : Promise.reject(refusal(answer))) } as unknown as RunpodClient;
+  const observer = new PodObserver({ client, clusterId: 'c', pollIntervalMs: 10_000, logger: createLogger('silent'), onChange: () => {}, clock });
+  const startedAt = clock.now();
+  observer.start();
+  await clock.advance(0);
+  // A fresh observer's first list refused (a restart, a failover, a rotation): evidence only.
+  assert.equal(observer.rejected, true);
+  assert.deepEqual(observer.refused, { lists: 1, since: new Date(startedAt), confirmed: false });
+  // Many refusals quickly are not a minute of them.
+  await clock.advance(40_000);
+  assert.ok((observer.refused?.lists ?? 0) >= 3, `several lists: ${JSON.stringify(observer.refused)}`);
+  assert.equal(observer.refused?.confirmed, false, 'three refusals within 40 s do not span a minute');
+  await clock.advance(40_000);
+  assert.equal(observer.refused?.confirmed, true, 'refused lists over more than a minute confirm it');
+  // Runpod accepts the key again: everything starts over.
+  answer = 'pods';
+  await clock.advance(12_000);
+  assert.equal(observer.refused, undefined);
+  assert.equal(observer.rejected, false);
+  assert.deepEqual(observer.snapshot?.byRun.get('uid-1')?.map((p) => p.id), ['p1']);
+  // Refused again (403 this time): the snapshot it had is still served, and the count starts from one.
+  answer = 403;
+  for (let waited = 0; waited < 12_000 && !observer.refused; waited += 500) await clock.advance(500);
+  const again = observer.refused as { lists: number; confirmed: boolean } | undefined;
+  assert.equal(again?.lists, 1);
+  assert.equal(again?.confirmed, false);
+  assert.match(observer.forbidden ?? '', /access denied/);
+  assert.deepEqual(observer.snapshot?.byRun.get('uid-1')?.map((p) => p.id), ['p1'], 'the last snapshot is kept');
+  // A list another caller took (the sweeper's) is an accepted list too.
+  observer.offer(new Date(Date.now() + 60_000), [pod] as never);
+  assert.equal(observer.refused, undefined);
   observer.stop();
 });
 

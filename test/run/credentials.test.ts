@@ -1,0 +1,108 @@
+// decide() for keys that cannot be used: a Secret whose key is malformed (the run's own
+// Pending/CredentialsInvalid, never a throw), and Runpod refusing a key (401/403 on the pod list).
+// A refusal ends at once only a run that never created a pod; a run that has one keeps its phase and
+// its guards until the observer confirms the refusal (several refused lists over a minute).
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { RunpodRunStatus } from '../../src/api/status.ts';
+import { decide } from '../../src/run/decide.ts';
+import type { Observation } from '../../src/run/model.ts';
+import { at, observe as observeAt0, pod, readyStatus, spec, ssh, state, unixAt } from './fixture.ts';
+
+const invalid = {
+  found: false as const, invalid: true as const,
+  message: 'Secret ns/runpod key "apiKey" does not hold a usable Runpod API key: it contains a control character (0x01) at byte 9 of 24',
+};
+
+const observe = (seconds: number, status: RunpodRunStatus, over: Partial<Observation> = {}): Observation =>
+  observeAt0({ now: at(seconds), pods: { listedAt: at(seconds), items: [pod({ ssh })] }, ...over }, status);
+
+function runningStatus(specOver = spec()): RunpodRunStatus {
+  const running = state({}, { status: 'running', startedAt: unixAt(10) });
+  const d = decide(observe(20, readyStatus({ spec: specOver, readyAt: 2 }), { spec: specOver, podState: running }));
+  assert.equal(d.status.phase, 'Running');
+  return d.status;
+}
+
+describe('a malformed key in the run\'s Secret', () => {
+  test('before any create: Pending/CredentialsInvalid with the Secret\'s message, backoff, no Runpod call', () => {
+    const d = decide(observeAt0({ credentials: invalid, pods: undefined }));
+    assert.equal(d.status.phase, 'Pending');
+    assert.equal(d.status.reason, 'CredentialsInvalid');
+    assert.equal(d.status.message, invalid.message);
+    assert.deepEqual(d.action, { type: 'none' });
+    assert.equal(d.requeue, 'backoff');
+    assert.deepEqual(d.events.map((e) => e.reason), ['CredentialsInvalid']);
+  });
+
+  test('mid-run: the run keeps its phase and its guards, the reason says the key is invalid', () => {
+    const within = decide(observe(300, runningStatus(), { credentials: invalid, pods: undefined }));
+    assert.equal(within.status.phase, 'Running');
+    assert.equal(within.status.reason, 'CredentialsInvalid');
+    assert.match(within.status.message!, /control character \(0x01\).*keeps its pod and its limits/);
+    assert.deepEqual(within.action, { type: 'none' });
+    const past = decide(observe(600 + 61, runningStatus(), { credentials: invalid, pods: undefined }));
+    assert.equal(past.status.reason, 'DeadlineExceeded');
+    assert.deepEqual(past.action, { type: 'deletePod', podId: 'p1' });
+  });
+
+  test('a deleting run with the skip-cleanup annotation lets go; without it, CleanupBlocked names the annotation', () => {
+    const run = { ...observeAt0().run, deleting: true, skipCleanup: true };
+    assert.deepEqual(decide(observeAt0({ run, credentials: invalid, pods: undefined }, readyStatus())).action, { type: 'removeFinalizer' });
+    const blocked = decide(observeAt0({ run: { ...run, skipCleanup: false }, credentials: invalid, pods: undefined }, readyStatus()));
+    assert.equal(blocked.status.reason, 'CleanupBlocked');
+    assert.match(blocked.status.message!, /control character.*skip-cleanup=true/);
+  });
+});
+
+describe('Runpod refuses the key on the pod list', () => {
+  const unconfirmed = { found: true as const, rejected: true, refused: { lists: 1, since: at(290), confirmed: false } };
+  const confirmed = { found: true as const, rejected: true, refused: { lists: 3, since: at(200), confirmed: true } };
+
+  test('a run that never created a pod ends CredentialsRejected at once, confirmed or not', () => {
+    for (const credentials of [unconfirmed, confirmed]) {
+      const d = decide(observeAt0({ credentials, pods: undefined }));
+      assert.equal(d.status.phase, 'Failed');
+      assert.equal(d.status.reason, 'CredentialsRejected');
+    }
+  });
+
+  test('a run with a pod keeps its phase, its pod and its guards while the refusal is unconfirmed', () => {
+    const d = decide(observe(300, runningStatus(), { credentials: unconfirmed, pods: undefined }));
+    assert.equal(d.status.phase, 'Running', 'a first 401 (a fresh observer after a restart) is evidence, not a verdict');
+    assert.equal(d.status.reason, 'CredentialsRejected');
+    assert.match(d.status.message!, /keeps its pod and its limits until Runpod accepts the key again or the refusal is confirmed/);
+    assert.notEqual(d.status.pod?.state, 'Deleting');
+    assert.deepEqual(d.action, { type: 'none' });
+    const past = decide(observe(600 + 61, runningStatus(), { credentials: unconfirmed, pods: undefined }));
+    assert.equal(past.status.reason, 'DeadlineExceeded', 'the deadline still ends it');
+    assert.deepEqual(past.action, { type: 'deletePod', podId: 'p1' });
+    const capped = spec({}, { maxRuntimeSeconds: 86_400, maxCostUsd: '0.05' });
+    const spent = decide(observe(400, runningStatus(capped), { spec: capped, credentials: unconfirmed, pods: undefined }));
+    assert.equal(spent.status.reason, 'CostCapReached', 'so does the cost cap');
+  });
+
+  test('a 403 (a scope the key lacks) on a run with a pod waits the same way: CredentialsInsufficient, phase kept', () => {
+    const insufficient = { found: true as const, insufficient: 'the Runpod API key may not list pods: scope pods:read', refused: { lists: 2, since: at(280), confirmed: false } };
+    const d = decide(observe(300, runningStatus(), { credentials: insufficient, pods: undefined }));
+    assert.equal(d.status.phase, 'Running');
+    assert.equal(d.status.reason, 'CredentialsInsufficient');
+    assert.match(d.status.message!, /may not list pods.*keeps its pod and its limits/);
+    assert.deepEqual(d.action, { type: 'none' });
+  });
+
+  test('once the refusal is confirmed, the run fails as before and its pod is deleted', () => {
+    const d = decide(observe(300, runningStatus(), { credentials: confirmed, pods: undefined }));
+    assert.equal(d.status.phase, 'Failed');
+    assert.equal(d.status.reason, 'CredentialsRejected');
+    assert.equal(d.status.pod?.state, 'Deleting');
+  });
+
+  test('Runpod accepting the key again: the run goes on where it was', () => {
+    const waiting = decide(observe(300, runningStatus(), { credentials: unconfirmed, pods: undefined })).status;
+    const running = state({}, { status: 'running', startedAt: unixAt(10) });
+    const back = decide(observe(310, waiting, { podState: running }));
+    assert.equal(back.status.phase, 'Running');
+    assert.equal(back.status.reason, 'JobRunning');
+  });
+});
