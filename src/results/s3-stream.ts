@@ -27,7 +27,13 @@ export class FileRefusedError extends Error {
   }
 }
 
-export interface StreamOptions { signal?: AbortSignal | undefined; onProgress?: (() => void) | undefined; partSizeBytes?: number }
+export interface StreamOptions {
+  signal?: AbortSignal | undefined;
+  onProgress?: (() => void) | undefined;
+  partSizeBytes?: number;
+  /** The file may still be appended to (job.log): its first `file.size` bytes are the content. */
+  growing?: boolean;
+}
 
 /** The user metadata every object carries: what verification compares (a multipart checksum is composite). */
 export const objectMetadata = (sha256: string): Record<string, string> => ({ sha256 });
@@ -48,7 +54,7 @@ export async function streamFileToS3(sftp: SftpSession, remotePath: string, file
   }
   try {
     // One byte past the manifest's size is read, so a file that grew is caught without reading it all.
-    const chunks = checkedAgainstManifest(readPipelined(sftp, handle, remotePath, file.size + 1, options.signal), file, options.onProgress);
+    const chunks = checkedAgainstManifest(readPipelined(sftp, handle, remotePath, file.size + (options.growing ? 0 : 1), options.signal), file, options.onProgress);
     if (file.size < partSize) {
       const body = await collect(chunks);
       await target.client.send(new PutObjectCommand({

@@ -6,11 +6,14 @@ import { join, posix } from 'node:path';
 import { DEFAULT_RESULTS_MAX_BYTES, byteSizeValue, type RunpodRunSpec } from '../api/spec.ts';
 import {
   cancelJobCommand, jobEnvFile, markRetrievedCommand, parseAck, parseCancelOutput, parsePodState,
-  parseStartOutput, podPath, podStateCommand, setKeepCommand, startJobCommand, writeJobEnvCommand, RETRIEVED_TAG, KEEP_TAG, ENV_TAG,
+  parseStartOutput, podStateCommand, setKeepCommand, startJobCommand, writeJobEnvCommand, RETRIEVED_TAG, KEEP_TAG, ENV_TAG,
   type PodState,
 } from '../pod/index.ts';
 import { commitResults, discardStaging, jobLogName, resultsSubdirectory, stagingDirectory } from '../results/store.ts';
-import { computeManifest, downloadFile, exec, execChecked, retrieveDirectory, shellQuote, uploadFile, type Manifest, type SshConnection } from '../ssh/index.ts';
+import {
+  ContentMismatchError, computeManifest, downloadFile, execChecked, retrieveDirectory, shellQuote, uploadFile, type Manifest, type SshConnection,
+} from '../ssh/index.ts';
+import { describeJobLog } from './job-log.ts';
 import type { RetrievalOutcome } from './decide.ts';
 import type { JobInputs } from './job-inputs.ts';
 
@@ -94,16 +97,23 @@ export async function retrieveResults(ssh: SshConnection, { runDir, stateDir }: 
     await discardStaging(staging);
     return { kind: 'unverified', message };
   }
-  await downloadJobLog(ssh, stateDir, join(staging, jobLogName));
+  await downloadJobLog(ssh, stateDir, join(staging, jobLogName), options.signal);
   await commitResults(staging, location);
   const marked = await execChecked(ssh, markRetrievedCommand({ stateDir }), 'marking the results retrieved', commandTimeout);
   parseAck(marked.stdout.toString('utf8'), RETRIEVED_TAG);
   return { kind: 'verified', files: retrieved.files, bytes: retrieved.bytes, location, verifiedAt: new Date() };
 }
 
-async function downloadJobLog(ssh: SshConnection, stateDir: string, localPath: string): Promise<void> {
-  const remote = podPath(stateDir, 'jobLog');
-  const hash = await exec(ssh, `sha256sum < ${shellQuote(remote)}`, commandTimeout);
-  const expectedSha256 = hash.code === 0 ? hash.stdout.toString('utf8').slice(0, 64) : undefined;
-  if (expectedSha256) await downloadFile(ssh, remote, localPath, { expectedSha256 });
+/** job.log up to its size when described (job-log.ts); one rewritten meanwhile (not appended to) is left out. */
+async function downloadJobLog(ssh: SshConnection, stateDir: string, localPath: string, signal: AbortSignal | undefined): Promise<void> {
+  const log = await describeJobLog(ssh, stateDir, signal);
+  if (!log) return;
+  try {
+    await downloadFile(ssh, log.remotePath, localPath, {
+      expectedSha256: log.file.sha256, expectedSize: log.file.size, growing: true, ...(signal ? { signal } : {}),
+    });
+  } catch (error) {
+    // The results are what counts: a log the job rewrote is not a reason to lose them.
+    if (!(error instanceof ContentMismatchError)) throw error;
+  }
 }

@@ -5,7 +5,8 @@
 import { posix } from 'node:path';
 import type { RunpodRunStatus } from '../api/status.ts';
 import { runDirOf, stateDirOf } from '../pod/index.ts';
-import { connectPinned, type ManifestFile, type SshConnection } from '../ssh/index.ts';
+import { connectPinned, printable, type ManifestFile, type SshConnection } from '../ssh/index.ts';
+import { redact } from '../log.ts';
 import type { ActContext } from './act.ts';
 import { applyRetrievalOutcome, type RetrievalOutcome } from './decide.ts';
 import { retrieveResults } from './job-steps.ts';
@@ -20,16 +21,17 @@ export type RetrievalPool = TransferPool<RetrievalOutcome>;
 export async function retrieve(ctx: ActContext): Promise<RunpodRunStatus | undefined> {
   const pool = ctx.transfers;
   if (!pool) {
-    if (!ctx.ssh) throw new Error('no SSH connection to the pod this time');
-    return record(ctx, await transfer(ctx, ctx.ssh, ctx.signal, ctx.progress));
+    try {
+      if (!ctx.ssh) throw new Error('no SSH connection to the pod this time');
+      return record(ctx, await transfer(ctx, ctx.ssh, ctx.signal, ctx.progress));
+    } catch (error) {
+      if (ctx.signal?.aborted) throw error;
+      return record(ctx, failedTry(error));
+    }
   }
   const uid = ctx.run.metadata.uid;
   const settled = pool.take(uid);
-  if (settled) {
-    // A failed transfer fails this reconcile, as it did inline: retried with the queue's backoff.
-    if (!settled.ok) throw settled.error;
-    return record(ctx, settled.value);
-  }
+  if (settled) return record(ctx, settled.ok ? settled.value : failedTry(settled.error));
   pool.start(uid, `${ctx.run.metadata.namespace}/${ctx.run.metadata.name}`, (signal, progress) => transferOverOwnConnection(ctx, signal, progress), resultsLostAt(ctx));
   return undefined;
 }
@@ -47,6 +49,15 @@ function resultsLostAt(ctx: ActContext): number {
 /** Before the pod goes (deadline, cancel, deletion): its transfer stops, its staging is discarded. */
 export function abortRetrievalBeforeDelete(ctx: ActContext, podId: string): void {
   if (podId === ctx.run.status?.pod?.id) ctx.transfers?.abort(ctx.run.metadata.uid, `pod ${podId} is being deleted`);
+}
+
+/**
+ * A try that threw (SSH lost, a pod command failed, the local disk): an unverified try like any
+ * other, so it is counted (the retries are spaced and bounded) and the status says why.
+ */
+function failedTry(error: unknown): RetrievalOutcome {
+  const text = error instanceof Error ? error.message : String(error);
+  return { kind: 'unverified', message: `the retrieval failed: ${redact(printable(text, 300))}` };
 }
 
 function record(ctx: ActContext, outcome: RetrievalOutcome): RunpodRunStatus {

@@ -5,12 +5,13 @@
 // marker. The outcome is the dir store's RetrievalOutcome, so decide and the transfer pool are unchanged.
 import { posix } from 'node:path';
 import type { RunpodRunSpec } from '../api/spec.ts';
-import { markRetrievedCommand, parseAck, podPath, RETRIEVED_TAG } from '../pod/index.ts';
+import { markRetrievedCommand, parseAck, RETRIEVED_TAG } from '../pod/index.ts';
 import { FileRefusedError, PART_SIZE_BYTES, streamFileToS3 } from '../results/s3-stream.ts';
 import { s3Uri } from '../results/s3-store.ts';
 import { alreadyStored, verifyObjects, writeSums } from '../results/s3-verify.ts';
 import { resultKey, type S3Target } from '../results/s3-target.ts';
-import { exec, execChecked, listRemoteFiles, SftpSession, shellQuote, type ManifestFile, type SshConnection } from '../ssh/index.ts';
+import { execChecked, listRemoteFiles, SftpSession, type ManifestFile, type SshConnection } from '../ssh/index.ts';
+import { describeJobLog } from './job-log.ts';
 import type { RetrievalOutcome } from './decide.ts';
 import type { DirectOutcome } from '../results/s3-direct.ts';
 import { resultManifest, type PodDirs, type RetrieveStepOptions } from './job-steps.ts';
@@ -88,18 +89,15 @@ async function streamAll(ssh: SshConnection, remoteDir: string, files: readonly 
   return { missing: refused.missing.sort(), different: refused.different.sort() };
 }
 
-/** job.log, checked like a result file (its hash and size read on the pod first); absent: none written. */
+/** job.log up to its size when described (job-log.ts), checked like a result file; absent: none written. */
 async function putJobLog(ssh: SshConnection, stateDir: string, target: S3Target, signal: AbortSignal | undefined): Promise<void> {
-  const remote = podPath(stateDir, 'jobLog');
-  const described = await exec(ssh, `f=${shellQuote(remote)}; [ -f "$f" ] || exit 3; h=$(sha256sum < "$f") && s=$(wc -c < "$f") && echo "\${h%% *} $s"`, commandTimeout);
-  const match = described.code === 0 ? /^([0-9a-f]{64}) (\d+)\s*$/.exec(described.stdout.toString('utf8')) : null;
-  if (!match) return;
-  const file: ManifestFile = { path: 'job.log', sha256: match[1] as string, size: Number(match[2]) };
+  const log = await describeJobLog(ssh, stateDir, signal);
+  if (!log) return;
   const sftp = await SftpSession.open(ssh);
   try {
-    await streamFileToS3(sftp, remote, file, target, `${target.keyPrefix}job.log`, { signal });
+    await streamFileToS3(sftp, log.remotePath, log.file, target, `${target.keyPrefix}job.log`, { signal, growing: true });
   } catch (error) {
-    // The log still grows when a job's background process writes to it: the results are what counts.
+    // The results are what counts: a log the job rewrote (not appended to) is not a reason to lose them.
     if (!(error instanceof FileRefusedError)) throw error;
   } finally {
     sftp.end();

@@ -118,7 +118,8 @@ describe('results in S3-compatible object storage', () => {
     return withWorld('s3direct', async (world) => {
       await createS3Secret(world, store);
       await world.apply(runManifest('s3direct', {
-        job: { command: ['sh', '-c', 'mkdir -p output && echo direct > output/d.txt && head -c 70000000 /dev/urandom > output/big.bin'] },
+        // A process left behind keeps writing to job.log: the log is taken as it was, not left out.
+        job: { command: ['sh', '-c', 'mkdir -p output && echo direct > output/d.txt && head -c 70000000 /dev/urandom > output/big.bin && echo the job ran && (while :; do echo tick; sleep 0.002; done) &'] },
         results: { path: 'output', s3: s3Spec(store, { credentials: { secretName: 's3' } }) },
       }));
       const run = await world.waitForRun('s3direct', 'ended', (r) => r.status?.phase === 'Succeeded' || r.status?.phase === 'Failed', 240_000);
@@ -130,6 +131,7 @@ describe('results in S3-compatible object storage', () => {
       try {
         assert.deepEqual(await download(s3, prefix, dir), ['SHA256SUMS', 'job.log', 'results/big.bin', 'results/d.txt']);
         execFileSync('sha256sum', ['-c', '--strict', 'SHA256SUMS'], { cwd: dir });
+        assert.match(readFileSync(join(dir, 'job.log'), 'utf8'), /the job ran\n(tick\n)*$/);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
