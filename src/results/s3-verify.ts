@@ -7,6 +7,7 @@ import type { ManifestFile } from '../ssh/index.ts';
 import { base64Digest, headObject, putSmallObject } from './s3-stream.ts';
 import { resultKey, type S3Target } from './s3-target.ts';
 import { isS3NotFound } from './s3-errors.ts';
+import { forEachLimited } from './limited.ts';
 
 export interface ObjectsVerdict { missing: string[]; different: string[]; extra: string[] }
 
@@ -31,26 +32,29 @@ export function objectProblem(file: ManifestFile, head: { size: number; sha256: 
   return undefined;
 }
 
+/** HeadObjects in flight at once: 10 000 small files are seconds, not one round trip after another. */
+export const PARALLEL_HEADS = 16;
+
 /** The manifest files the store already holds exactly (size and metadata sha256): a retry sends them no more. */
 export async function alreadyStored(target: S3Target, files: readonly ManifestFile[], signal?: AbortSignal): Promise<Set<string>> {
   const present = await listKeys(target.client, target.bucket, resultKey(target, ''), signal);
   const stored = new Set<string>();
-  for (const file of files) {
-    if (present.get(resultKey(target, file.path)) !== file.size) continue;
+  const candidates = files.filter((file) => present.get(resultKey(target, file.path)) === file.size);
+  await forEachLimited(candidates, PARALLEL_HEADS, async (file) => {
     const head = await headObject(target.client, target.bucket, resultKey(target, file.path), signal);
     if (head && objectProblem(file, head) === undefined) stored.add(file.path);
-  }
+  });
   return stored;
 }
 
 export async function verifyObjects(target: S3Target, files: readonly ManifestFile[], signal?: AbortSignal): Promise<ObjectsVerdict> {
   const missing: string[] = [];
   const different: string[] = [];
-  for (const file of files) {
+  await forEachLimited(files, PARALLEL_HEADS, async (file) => {
     const head = await headObject(target.client, target.bucket, resultKey(target, file.path), signal);
     if (!head) missing.push(file.path);
     else if (objectProblem(file, head)) different.push(file.path);
-  }
+  });
   const expected = new Set(files.map((file) => resultKey(target, file.path)));
   const under = resultKey(target, '');
   const extra = [...(await listKeys(target.client, target.bucket, under, signal)).keys()]

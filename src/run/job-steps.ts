@@ -13,6 +13,7 @@ import { commitResults, discardStaging, jobLogName, resultsSubdirectory, staging
 import {
   ContentMismatchError, computeManifest, downloadFile, execChecked, retrieveDirectory, shellQuote, uploadFile, type Manifest, type SshConnection,
 } from '../ssh/index.ts';
+import { withHeartbeat } from './heartbeat.ts';
 import { describeJobLog } from './job-log.ts';
 import type { RetrievalOutcome } from './decide.ts';
 import type { JobInputs } from './job-inputs.ts';
@@ -57,19 +58,22 @@ export interface RetrieveStepOptions {
 }
 
 /**
- * Streams the results directory and the job log into a staging directory, checks every file against
- * the pod's SHA-256 manifest, and only then moves it into place and writes the `retrieved` marker.
+ * How long the pod may take to hash the results (the manifest) and to list them again: the retrieve
+ * grace, past which the pod goes anyway; a fixed bound would cut a large result set short, or keep a
+ * short grace waiting far past its end.
  */
+export const listingTimeoutMs = (spec: RunpodRunSpec): number => spec.limits.retrieveGraceSeconds * 1000;
+
 /**
  * The first step of a retrieval, whichever store it goes to: the pod's manifest of the results
  * directory (created when the job wrote none: an empty result is verifiable), or the refusal of a
  * result set larger than results.maxBytes.
  */
-export async function resultManifest(ssh: SshConnection, remoteDir: string, spec: RunpodRunSpec, signal: AbortSignal | undefined):
+export async function resultManifest(ssh: SshConnection, remoteDir: string, spec: RunpodRunSpec, signal: AbortSignal | undefined, onProgress?: () => void):
   Promise<{ manifest: Manifest } | Extract<RetrievalOutcome, { kind: 'tooLarge' }>> {
   const withSignal = signal ? { signal } : {};
   await execChecked(ssh, `mkdir -p -- ${shellQuote(remoteDir)}`, 'preparing the results directory', { ...commandTimeout, ...withSignal });
-  const manifest = await computeManifest(ssh, remoteDir, { timeoutMs: 600_000, ...withSignal });
+  const manifest = await withHeartbeat(onProgress, () => computeManifest(ssh, remoteDir, { timeoutMs: listingTimeoutMs(spec), ...withSignal }));
   const maxBytes = spec.results.maxBytes ?? DEFAULT_RESULTS_MAX_BYTES;
   const total = manifest.files.reduce((sum, file) => sum + file.size, 0);
   if (total > byteSizeValue(maxBytes)) {
@@ -78,17 +82,21 @@ export async function resultManifest(ssh: SshConnection, remoteDir: string, spec
   return { manifest };
 }
 
+/**
+ * Streams the results directory and the job log into a staging directory, checks every file against
+ * the pod's SHA-256 manifest, and only then moves it into place and writes the `retrieved` marker.
+ */
 export async function retrieveResults(ssh: SshConnection, { runDir, stateDir }: PodDirs, spec: RunpodRunSpec, { location, podId }: { location: string; podId: string }, options: RetrieveStepOptions = {}): Promise<RetrievalOutcome> {
   const remoteDir = posix.join(runDir, spec.results.path);
   const signal = options.signal ? { signal: options.signal } : {};
-  const read = await resultManifest(ssh, remoteDir, spec, options.signal);
+  const read = await resultManifest(ssh, remoteDir, spec, options.signal, options.onProgress);
   if (!('manifest' in read)) return read;
   const { manifest } = read;
   // A try cut short (a lost connection, a leader killed or stepping down) leaves its staging for the
   // next to resume: a result that takes longer than any one leader's term still arrives.
   const staging = await stagingDirectory(location, podId);
   const retrieved = await retrieveDirectory(ssh, remoteDir, resultsSubdirectory(staging), manifest, {
-    ...signal, resume: true, ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    ...signal, resume: true, listTimeoutMs: listingTimeoutMs(spec), ...(options.onProgress ? { onProgress: options.onProgress } : {}),
   });
   if (!retrieved.ok) {
     const problems = [['missing', retrieved.missing], ['different', retrieved.different], ['extra', retrieved.extra], ['refused symlinks', retrieved.refused]] as const;
