@@ -79,7 +79,8 @@ async function transfer(ctx: ActContext, ssh: SshConnection, signal: AbortSignal
   const podId = ctx.run.status?.pod?.id;
   if (!podId) throw new Error('the run has no pod to retrieve from');
   if (!ctx.s3) return retrieveResults(ssh, dirs, ctx.spec, { location: ctx.resultLocation, podId }, options);
-  const opened = await openS3Target(ctx.runs, ctx.run.metadata.namespace, ctx.s3);
+  // Each store call that ends is progress; each is under a bound of its own (s3-store.ts).
+  const opened = await openS3Target(ctx.runs, ctx.run.metadata.namespace, ctx.s3, progress);
   // Like a store that does not answer: the run waits within its retrieve grace for the Secret.
   if (!opened.ok) return { kind: 'unverified', message: opened.message };
   const { target } = opened;
