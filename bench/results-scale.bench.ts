@@ -8,7 +8,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
-import type { S3Client } from '@aws-sdk/client-s3';
+import { S3Client } from '@aws-sdk/client-s3';
 import { partSizeFor } from '../src/results/part-size.ts';
 import { uploadFromPod } from '../src/results/s3-direct.ts';
 import { streamFileToS3 } from '../src/results/s3-stream.ts';
@@ -21,6 +21,7 @@ import { retrieveDirectory } from '../src/ssh/retrieve.ts';
 import { SftpSession } from '../src/ssh/sftp.ts';
 import { ACCOUNT_KEY, cleanUp, createPod, makeKeys, removeKeys, sshPort, waitFor } from '../test/pod/helpers.ts';
 import { startSimulator } from '../test/runpod-sim/server.ts';
+import { startCountingProxy } from '../test/s3/counting-proxy.ts';
 import { startObjectStore } from '../test/s3/seaweedfs.ts';
 import { RssSampler } from './support.ts';
 
@@ -73,6 +74,7 @@ console.log(`part sizes chosen, streamed path (8 MiB preferred) / direct path (6
 
 const store = await startObjectStore();
 await store.createBucket('bench');
+const relay = await startCountingProxy(store.endpoint, 20);
 const port = Number(new URL(store.endpoint).port);
 const sim = await startSimulator({
   apiKeys: [ACCOUNT_KEY],
@@ -131,6 +133,17 @@ try {
         const problems = verified.value.missing.length + verified.value.different.length + verified.value.extra.length;
         if (problems > 0) throw new Error(`the read-back found ${problems} problems`);
         line('  read-back (HeadObject per file + list)', verified.seconds, bytes, files.length, [...counts].map(([name, n]) => `${name.replace('Command', '')} ${n}`).join(', '));
+        if (files.length > 1) {
+          // Loopback has no round trip: the same read-back through a relay that holds each answer 20 ms, as a store across a network.
+          const far = new S3Client({ endpoint: relay.endpoint, region: store.region, forcePathStyle: true, credentials: { accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey } });
+          try {
+            relay.reset();
+            const slow = await timed(() => verifyObjects({ ...target, client: far }, files));
+            line('  read-back, 20 ms added per answer', slow.seconds, bytes, files.length, `HEADs in flight at once: ${relay.maxInFlight('HEAD')}`);
+          } finally {
+            far.destroy();
+          }
+        }
       }
       await execChecked(conn, `rm -rf ${payload.dir}`, 'cleaning up', { timeoutMs: 300_000 });
     }
@@ -141,6 +154,7 @@ try {
 } finally {
   rmSync(local, { recursive: true, force: true });
   s3.destroy();
+  await relay.stop();
   await sim.stop();
   // The store's process is unref'd (the test runner keeps a test's loop alive): keep this one alive until it has exited.
   const alive = setInterval(() => undefined, 1000);
