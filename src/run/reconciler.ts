@@ -186,6 +186,7 @@ export class RunReconciler {
       jobInputs: jobInputs.ok ? { ok: true } : jobInputs,
       podState,
       retrievalFailures: this.#evidence.retrievalFailures(uid),
+      ...(this.#evidence.lastRetrievalFailureAt(uid) ? { lastRetrievalFailureAt: this.#evidence.lastRetrievalFailureAt(uid) } : {}),
       ...(storedResults ? { storedResults } : {}),
       ...(transfer ? { transfer: transfer.state === 'queued' ? { state: 'queued', ahead: transfer.ahead } : { state: transfer.state } } : {}),
       spend: accountSpend || snapshot ? { ...accountSpend, runningUsdPerHour: snapshot?.runningUsdPerHour } : undefined,

@@ -65,7 +65,7 @@ function record(ctx: ActContext, outcome: RetrievalOutcome): RunpodRunStatus {
   if (outcome.kind === 'verified') {
     ctx.evidence.retrievalVerified(uid);
     ctx.metrics?.resultsRetrieved(outcome.files, outcome.bytes);
-  } else ctx.evidence.retrievalFailed(uid);
+  } else ctx.evidence.retrievalFailed(uid, ctx.now());
   const status = structuredClone(ctx.run.status ?? {});
   applyRetrievalOutcome(ctx.obs, status, outcome);
   return status;
