@@ -61,6 +61,29 @@ const resultsStore = z.string().transform((value, ctx): ResultsStoreSetting => {
   return z.NEVER;
 });
 
+/** A bucket the controller's own identity may write to for a run that names no credentials: at AWS, or at one endpoint. */
+export type AllowedBucketSetting = { bucket: string; endpoint?: string };
+
+/** `bucket` or `https://endpoint/bucket`, comma-separated; empty: none. */
+const allowedBuckets = z.string().transform((value, ctx): AllowedBucketSetting[] => {
+  const entries: AllowedBucketSetting[] = [];
+  for (const entry of value.split(',').map((part) => part.trim()).filter(Boolean)) {
+    const slash = entry.includes('://') ? entry.lastIndexOf('/') : -1;
+    const bucket = slash === -1 ? entry : entry.slice(slash + 1);
+    const endpoint = slash === -1 ? undefined : entry.slice(0, slash);
+    if (endpoint !== undefined && !s3Endpoint.safeParse(endpoint).success) {
+      ctx.addIssue({ code: 'custom', message: `"${endpoint}" must be an http or https URL (the entry is https://endpoint/bucket)` });
+      return z.NEVER;
+    }
+    if (!s3BucketName.safeParse(bucket).success) {
+      ctx.addIssue({ code: 'custom', message: `"${bucket}" is not a bucket name` });
+      return z.NEVER;
+    }
+    entries.push(endpoint === undefined ? { bucket } : { bucket, endpoint });
+  }
+  return entries;
+});
+
 export const configSchema = z.object({
   kubeconfig: z.string().min(1).optional(),
   namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a namespace name').optional(),
@@ -77,6 +100,8 @@ export const configSchema = z.object({
   resultsS3Endpoint: s3Endpoint.optional(),
   resultsS3Region: s3Region.optional(),
   resultsS3ForcePathStyle: z.stringbool().default(false),
+  /** Where a run that names no spec.results.s3.credentials may have the controller's own identity write; default none. */
+  resultsS3AllowedBuckets: allowedBuckets.prefault(''),
   maxConcurrentReconciles: z.coerce.number().int().min(1).max(256).default(8),
   /** Result retrievals run off the workers, at most this many at once (the rest wait in line). */
   maxConcurrentTransfers: z.coerce.number().int('must be a whole number').min(1, 'must be at least 1').max(64, 'must be at most 64').default(4),
@@ -124,7 +149,8 @@ export function resultsStoreOf(config: Pick<Config, 'resultsDir' | 'resultsStore
 const flags = {
   kubeconfig: 'kubeconfig', namespace: 'namespace', 'cluster-id': 'clusterId', 'runpod-api-url': 'runpodApiUrl',
   'results-dir': 'resultsDir', 'results-store': 'resultsStore', 'results-s3-endpoint': 'resultsS3Endpoint',
-  'results-s3-region': 'resultsS3Region', 'results-s3-force-path-style': 'resultsS3ForcePathStyle', 'max-concurrent-reconciles': 'maxConcurrentReconciles',
+  'results-s3-region': 'resultsS3Region', 'results-s3-force-path-style': 'resultsS3ForcePathStyle',
+  'results-s3-allowed-buckets': 'resultsS3AllowedBuckets', 'max-concurrent-reconciles': 'maxConcurrentReconciles',
   'max-concurrent-transfers': 'maxConcurrentTransfers', 'poll-interval': 'pollInterval',
   'log-level': 'logLevel', 'leader-elect': 'leaderElect', 'lease-namespace': 'leaseNamespace', 'deadline-margin': 'deadlineMargin',
   'watchdog-period': 'watchdogPeriod', 'leader-elect-lease-duration': 'leaderElectLeaseDuration',

@@ -136,7 +136,8 @@ export async function startController(config: Config, options: StartOptions = {}
     ? { bucket: defaultStore.bucket, prefix: defaultStore.prefix, endpoint: config.resultsS3Endpoint, region: config.resultsS3Region, forcePathStyle: config.resultsS3ForcePathStyle }
     : undefined;
   const reconciler = new RunReconciler({
-    kubeConfig, accounts, clusterId, scope: owner.scope, runpodApiUrl: options.podApiUrl ?? config.runpodApiUrl, resultsDir: defaultStore.kind === 'dir' ? defaultStore.dir : config.resultsDir, s3Defaults, watchdogPeriodMs: config.watchdogPeriod, logger,
+    kubeConfig, accounts, clusterId, scope: owner.scope, runpodApiUrl: options.podApiUrl ?? config.runpodApiUrl, resultsDir: defaultStore.kind === 'dir' ? defaultStore.dir : config.resultsDir, s3Defaults,
+    s3AllowedBuckets: config.resultsS3AllowedBuckets, watchdogPeriodMs: config.watchdogPeriod, logger,
     events, metrics,
     settings: { ambiguousLookupMs: 2 * config.pollInterval, deadlineMarginMs: config.deadlineMargin, goneLooks: 3, pollIntervalMs: config.pollInterval },
   });

@@ -69,3 +69,13 @@ void test('--results-s3-endpoint, --results-s3-region, --results-s3-force-path-s
   assert.throws(() => loadConfig(['--results-s3-region=eu central'], {}), /--results-s3-region .*must be a region name/);
   assert.throws(() => loadConfig(['--results-s3-force-path-style=maybe'], {}), /--results-s3-force-path-style/);
 });
+
+void test('--results-s3-allowed-buckets: none by default; bucket names, or an endpoint URL and a bucket, comma-separated', () => {
+  assert.deepEqual(loadConfig([], {}).resultsS3AllowedBuckets, []);
+  assert.deepEqual(
+    loadConfig([], { RUNPOD_OPERATOR_RESULTS_S3_ALLOWED_BUCKETS: 'ml-results, http://minio.storage.svc:9000/team-b' }).resultsS3AllowedBuckets,
+    [{ bucket: 'ml-results' }, { bucket: 'team-b', endpoint: 'http://minio.storage.svc:9000' }],
+  );
+  assert.throws(() => loadConfig(['--results-s3-allowed-buckets=ML_Results'], {}), /--results-s3-allowed-buckets \(RUNPOD_OPERATOR_RESULTS_S3_ALLOWED_BUCKETS\): "ML_Results" is not a bucket name/);
+  assert.throws(() => loadConfig(['--results-s3-allowed-buckets=ftp://store/b1'], {}), /--results-s3-allowed-buckets .*"ftp:\/\/store" must be an http or https URL/);
+});

@@ -162,7 +162,7 @@ const s3Results = z.strictObject({
   forcePathStyle: z.boolean().optional().meta({ description: 'Path-style addressing (MinIO, SeaweedFS, Ceph).' }),
   credentials: z.strictObject({
     secretName: k8sName.meta({ description: 'Secret in the run\'s namespace with AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_SESSION_TOKEN.' }),
-  }).optional().meta({ description: 'Keys for the bucket; absent: the controller\'s own credentials (env, IRSA, instance role).' }),
+  }).optional().meta({ description: 'Keys for the bucket; absent: the controller\'s own credentials (env, IRSA, instance role), for a bucket of its --results-s3-allowed-buckets only.' }),
 }).meta({ description: 'Deliver the verified results to S3-compatible object storage instead of the controller\'s --results-store.' });
 
 const specShape = {

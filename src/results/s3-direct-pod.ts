@@ -40,7 +40,7 @@ const presignedUrl = z.string().regex(/^https?:\/\/[\x21\x23-\x5b\x5d-\x7e]+$/, 
  * The upload command for a batch: argv holds `<path> <skip MiB> <count MiB>` per upload (count 0:
  * the whole file); stdin holds, per upload, the URL on one line, then one `name: value` line per
  * signed header, then an empty line (uploadStdin). Stops at the first upload that fails. Prints one
- * line per upload tried:
+ * line per upload tried (the ETag of a part only, `-` for a whole file):
  *     runpod-operator-s3-put ok <n> <http code> <etag or ->
  *     runpod-operator-s3-put fail <n> <http code> <curl exit> <S3 error code or ->
  * A part goes through a temporary file (curl must know its length and be able to retry it). Success
@@ -63,7 +63,8 @@ export function uploadCommand(dir: string, uploads: readonly PodUpload[]): strin
     '  code=$(printf \'url = "%s"\\n\' "$url" | curl -s -g -K - -K "$t/h" $fwb --retry 3 --retry-connrefused --connect-timeout 10 -T "$src" -D "$t/head" -o "$t/body" -w \'%{http_code}\')',
     '  rc=$?; code=${code:-000}',
     '  if [ $rc -eq 0 ] && [ "$code" -ge 200 ] && [ "$code" -lt 300 ]; then',
-    '    etag=$(tr -d \'\\r\' <"$t/head" | sed -n \'s/^[Ee][Tt][Aa][Gg]: *//p\' | tail -n 1)',
+    // Only a part's ETag is used (CompleteMultipartUpload): a whole file skips the three processes.
+    '    etag=-; [ "$count" -gt 0 ] && etag=$(tr -d \'\\r\' <"$t/head" | sed -n \'s/^[Ee][Tt][Aa][Gg]: *//p\' | tail -n 1)',
     `    echo "${PUT_TAG} ok $n $code \${etag:--}"`,
     '  else',
     // Only the answer's <Code>: an S3 error body may carry the canonical request (with the access key id).

@@ -9,6 +9,8 @@
 // part (and the whole file, which must still match the manifest), the controller presigns each
 // UploadPart with its checksum, the pod uploads them, the controller completes the upload, or
 // aborts it on any failure. Requests against the store: 1 per small file; parts + 2 per large one.
+// The PUTs go in batches (one SSH command each, up to 100 PUTs in a row), a few batches at once; a
+// large file's part size grows with it (part-size.ts).
 import {
   AbortMultipartUploadCommand, CompleteMultipartUploadCommand, CreateMultipartUploadCommand, PutObjectCommand, UploadPartCommand,
   type CompletedPart,
@@ -23,6 +25,7 @@ import {
   DIRECT_NO_DIR_EXIT, DIRECT_NO_TOOL_EXIT, parsePartHashes, parseUploadOutput, partCount, partHashCommand, uploadCommand, uploadStdin,
   type PartedFile, type PodUpload,
 } from './s3-direct-pod.ts';
+import { partSizeFor } from './part-size.ts';
 import { resultKey, type S3Target } from './s3-target.ts';
 
 export type DirectOutcome =
@@ -44,8 +47,10 @@ const UNREACHABLE_EXITS = new Set([6, 7, 28]);
 /** A batch is one SSH command; its URLs are signed just before it runs, so it must end well within their life. */
 const MAX_BATCH_UPLOADS = 100;
 const MAX_BATCH_BYTES = 1024 * MIB;
-/** The slowest store we wait for (per batch: 60 s plus the bytes at this rate). */
+/** The slowest store we wait for (per batch: 60 s plus the bytes at this rate, shared by the batches running at once). */
 const MIN_BYTES_PER_SECOND = MIB;
+/** Upload commands (one SSH exec each, its PUTs one after another) running at once. */
+export const PARALLEL_BATCHES = 4;
 
 /** Presigned URLs (and any trace of their signatures) out of a text that may reach logs, errors or status. */
 function redactPresigned(text: string): string {
@@ -87,14 +92,15 @@ class DirectRun {
   async upload(files: ManifestFile[]): Promise<DirectOutcome> {
     const { partSizeBytes } = this.#options;
     const small = files.filter((file) => file.size <= partSizeBytes);
-    const large = files.filter((file) => file.size > partSizeBytes);
+    // The part grows with the file (part-size.ts): a file beyond 10 000 parts of the preferred size still goes.
+    const large = files.filter((file) => file.size > partSizeBytes).map((file) => ({ file, partMiB: partSizeFor(file.size, partSizeBytes) / MIB }));
     const stop = await this.#runAll(small.map((file) => this.#single(file)), () => undefined);
     if (stop) return stop;
     if (large.length > 0) {
       const hashed = await this.#hashParts(large);
       if ('kind' in hashed) return hashed;
-      for (const [i, file] of large.entries()) {
-        const stopped = await this.#multipart(file, hashed.hashes[i]?.parts ?? []);
+      for (const [i, parted] of large.entries()) {
+        const stopped = await this.#multipart(parted, hashed.hashes[i]?.parts ?? []);
         if (stopped) return stopped;
       }
     }
@@ -128,18 +134,41 @@ class DirectRun {
     return url;
   }
 
-  /** Runs the uploads in batches, stopping at the first failure; `onOk` sees each accepted upload (with its ETag). */
+  /**
+   * Runs the uploads in batches, PARALLEL_BATCHES at a time (the very first alone: a pod that cannot
+   * reach the store says so on its first PUT), starting none after the first failure, whose Stop (the
+   * earliest batch's, when several fail) is returned; `onOk` sees each accepted upload (with its ETag).
+   */
   async #runAll(planned: Planned[], onOk: (index: number, etag: string | undefined) => void): Promise<Stop | undefined> {
-    const maxBytes = Math.max(1, Math.min(MAX_BATCH_BYTES, this.#options.expiresInSeconds * 2 * MIB));
+    // Every batch's URLs are signed just before it runs and it shares the link with the others: it must end well within their life.
+    const maxBytes = Math.max(1, Math.min(MAX_BATCH_BYTES, (this.#options.expiresInSeconds * 2 * MIB) / PARALLEL_BATCHES));
+    const batches: { start: number; end: number; bytes: number }[] = [];
     for (let start = 0; start < planned.length;) {
       let end = start + 1;
       let bytes = bytesOf(planned[start]);
       while (end < planned.length && end - start < MAX_BATCH_UPLOADS && bytes + bytesOf(planned[end]) <= maxBytes) bytes += bytesOf(planned[end++]);
-      const stop = await this.#batch(planned.slice(start, end), bytes, (index, etag) => onOk(start + index, etag));
-      if (stop) return stop;
+      batches.push({ start, end, bytes });
       start = end;
     }
-    return undefined;
+    const stops = new Map<number, Stop>();
+    let failure: { error: unknown } | undefined;
+    let next = 0;
+    const runOne = async (index: number): Promise<void> => {
+      const { start, end, bytes } = batches[index] as { start: number; end: number; bytes: number };
+      try {
+        const stop = await this.#batch(planned.slice(start, end), bytes, (i, etag) => onOk(start + i, etag));
+        if (stop) stops.set(index, stop);
+      } catch (error) {
+        failure ??= { error };
+      }
+    };
+    const going = (): boolean => stops.size === 0 && !failure && next < batches.length;
+    if (!this.#tried && going()) await runOne(next++);
+    await Promise.all(Array.from({ length: PARALLEL_BATCHES }, async () => {
+      while (going()) await runOne(next++);
+    }));
+    if (failure) throw failure.error;
+    return [...stops.entries()].sort(([a], [b]) => a - b)[0]?.[1];
   }
 
   async #batch(batch: Planned[], bytes: number, onOk: (index: number, etag: string | undefined) => void): Promise<Stop | undefined> {
@@ -147,7 +176,7 @@ class DirectRun {
     for (const item of batch) uploads.push({ ...item.upload, url: await item.presign() });
     const first = !this.#tried;
     this.#tried = true;
-    const result = await this.#exec(uploadCommand(this.#dir, uploads), 60_000 + (bytes / MIN_BYTES_PER_SECOND) * 1000, uploadStdin(uploads));
+    const result = await this.#exec(uploadCommand(this.#dir, uploads), 60_000 + ((bytes * PARALLEL_BATCHES) / MIN_BYTES_PER_SECOND) * 1000, uploadStdin(uploads));
     const problem = commandProblem(result, this.#dir, 'uploading');
     if (problem) return problem;
     const reports = parseUploadOutput(result.stdout.toString('utf8'), uploads.length);
@@ -167,27 +196,25 @@ class DirectRun {
     return undefined;
   }
 
-  async #hashParts(large: ManifestFile[]): Promise<{ hashes: { parts: string[] }[] } | Stop> {
-    const partMiB = this.#options.partSizeBytes / MIB;
-    const parted: PartedFile[] = large.map((file) => ({ path: file.path, size: file.size, partMiB }));
-    const bytes = large.reduce((sum, file) => sum + file.size, 0);
+  async #hashParts(large: { file: ManifestFile; partMiB: number }[]): Promise<{ hashes: { parts: string[] }[] } | Stop> {
+    const parted: PartedFile[] = large.map(({ file, partMiB }) => ({ path: file.path, size: file.size, partMiB }));
+    const bytes = large.reduce((sum, { file }) => sum + file.size, 0);
     const result = await this.#exec(partHashCommand(this.#dir, parted), 60_000 + (bytes / MIN_BYTES_PER_SECOND) * 1000);
     const problem = commandProblem(result, this.#dir, 'hashing the parts');
     if (problem) return problem;
     const hashes = parsePartHashes(result.stdout.toString('utf8'), parted);
-    for (const [i, file] of large.entries()) {
+    for (const [i, { file }] of large.entries()) {
       if (hashes[i]?.whole !== file.sha256) return { kind: 'failed', message: `${printable(file.path)} changed on the pod since the manifest was taken` };
     }
     return { hashes };
   }
 
-  async #multipart(file: ManifestFile, partDigests: string[]): Promise<Stop | undefined> {
+  async #multipart({ file, partMiB }: { file: ManifestFile; partMiB: number }, partDigests: string[]): Promise<Stop | undefined> {
     const { client, bucket } = this.#target;
     const key = resultKey(this.#target, file.path);
     const { signal } = this.#options;
     const created = await client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ChecksumAlgorithm: 'SHA256', Metadata: { sha256: file.sha256 } }), { abortSignal: signal });
     const uploadId = z.string().min(1).parse(created.UploadId);
-    const partMiB = this.#options.partSizeBytes / MIB;
     const parts: CompletedPart[] = [];
     try {
       const planned = partDigests.map((digest, i): Planned => {
@@ -208,7 +235,9 @@ class DirectRun {
         await this.#abortUpload(key, uploadId);
         return stop;
       }
-      if (parts.some((part) => !part.ETag)) throw new Error(`the pod reported no ETag for a part of ${printable(file.path)}`);
+      if (parts.length !== planned.length || parts.some((part) => !part.ETag)) throw new Error(`the pod reported no ETag for a part of ${printable(file.path)}`);
+      // Batches run side by side: their parts arrive out of order, the store wants them ascending.
+      parts.sort((a, b) => (a.PartNumber ?? 0) - (b.PartNumber ?? 0));
       await client.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: parts } }), { abortSignal: signal });
       return undefined;
     } catch (error) {

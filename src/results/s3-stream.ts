@@ -8,11 +8,12 @@ import { Readable } from 'node:stream';
 import { HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { isNoSuchFile, readPipelined, type ManifestFile, type SftpSession } from '../ssh/index.ts';
+import { DEFAULT_PART_BYTES, partSizeFor } from './part-size.ts';
 import type { S3Target } from './s3-target.ts';
 import { isS3NotFound } from './s3-errors.ts';
 
-/** lib-storage's minimum part; with QUEUE_SIZE parts in flight a file holds at most ~3 parts in memory. */
-export const PART_SIZE_BYTES = 8 * 1024 * 1024;
+/** The preferred part (part-size.ts grows it with the file); with QUEUE_SIZE parts in flight a file holds at most ~3 parts in memory. */
+export const PART_SIZE_BYTES = DEFAULT_PART_BYTES;
 const QUEUE_SIZE = 2;
 
 /** The pod's bytes were not the manifest's: the file is refused (nothing completed in the store). */
@@ -27,7 +28,13 @@ export class FileRefusedError extends Error {
   }
 }
 
-export interface StreamOptions { signal?: AbortSignal | undefined; onProgress?: (() => void) | undefined; partSizeBytes?: number }
+export interface StreamOptions {
+  signal?: AbortSignal | undefined;
+  onProgress?: (() => void) | undefined;
+  partSizeBytes?: number;
+  /** The file may still be appended to (job.log): its first `file.size` bytes are the content. */
+  growing?: boolean;
+}
 
 /** The user metadata every object carries: what verification compares (a multipart checksum is composite). */
 export const objectMetadata = (sha256: string): Record<string, string> => ({ sha256 });
@@ -38,7 +45,8 @@ export const base64Digest = (hex: string): string => Buffer.from(hex, 'hex').toS
  * Throws FileRefusedError when the pod's bytes differ or the file is gone; other errors are transport.
  */
 export async function streamFileToS3(sftp: SftpSession, remotePath: string, file: ManifestFile, target: S3Target, key: string, options: StreamOptions = {}): Promise<void> {
-  const partSize = Math.max(PART_SIZE_BYTES, options.partSizeBytes ?? PART_SIZE_BYTES);
+  // A file beyond 10 000 preferred parts takes larger ones (100 GiB: 11 MiB); beyond 5 TiB it throws.
+  const partSize = partSizeFor(file.size, options.partSizeBytes ?? PART_SIZE_BYTES);
   let handle: Buffer;
   try {
     handle = await sftp.open(remotePath, 'r');
@@ -48,7 +56,7 @@ export async function streamFileToS3(sftp: SftpSession, remotePath: string, file
   }
   try {
     // One byte past the manifest's size is read, so a file that grew is caught without reading it all.
-    const chunks = checkedAgainstManifest(readPipelined(sftp, handle, remotePath, file.size + 1, options.signal), file, options.onProgress);
+    const chunks = checkedAgainstManifest(readPipelined(sftp, handle, remotePath, file.size + (options.growing ? 0 : 1), options.signal), file, options.onProgress);
     if (file.size < partSize) {
       const body = await collect(chunks);
       await target.client.send(new PutObjectCommand({
@@ -58,7 +66,8 @@ export async function streamFileToS3(sftp: SftpSession, remotePath: string, file
       return;
     }
     const upload = new Upload({
-      client: target.client, queueSize: QUEUE_SIZE, partSize, leavePartsOnError: false,
+      // Parts larger than the preferred one (files beyond 78 GiB) go one at a time: memory stays ~2 parts.
+      client: target.client, queueSize: partSize > PART_SIZE_BYTES ? 1 : QUEUE_SIZE, partSize, leavePartsOnError: false,
       params: { Bucket: target.bucket, Key: key, Body: Readable.from(chunks), ChecksumAlgorithm: 'SHA256', Metadata: objectMetadata(file.sha256) },
     });
     const abort = (): void => { void upload.abort(); };

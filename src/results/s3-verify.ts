@@ -6,20 +6,33 @@ import { HeadObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk
 import type { ManifestFile } from '../ssh/index.ts';
 import { base64Digest, headObject, putSmallObject } from './s3-stream.ts';
 import { resultKey, type S3Target } from './s3-target.ts';
-import { isS3NotFound } from './s3-errors.ts';
+import { isS3NotFound, S3AnswerError } from './s3-errors.ts';
+import { forEachLimited } from './limited.ts';
 
 export interface ObjectsVerdict { missing: string[]; different: string[]; extra: string[] }
 
-/** Every key under `prefix` with its size (all pages). */
+/** Pages of one listing at most: 10 million keys at S3's 1 000 a page, far beyond any result set. */
+export const MAX_LIST_PAGES = 10_000;
+
+/**
+ * Every key under `prefix` with its size (all pages). The endpoint may be anyone's: a continuation token
+ * given twice, a truncated page without one, or more than MAX_LIST_PAGES pages end the listing with an
+ * error instead of a loop.
+ */
 export async function listKeys(client: S3Client, bucket: string, prefix: string, signal?: AbortSignal): Promise<Map<string, number>> {
   const keys = new Map<string, number>();
+  const tokens = new Set<string>();
   let token: string | undefined;
-  do {
+  for (let pages = 1; ; pages++) {
     const page = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }), signal ? { abortSignal: signal } : {});
     for (const object of page.Contents ?? []) if (object.Key !== undefined) keys.set(object.Key, object.Size ?? -1);
-    token = page.IsTruncated ? page.NextContinuationToken : undefined;
-  } while (token);
-  return keys;
+    if (!page.IsTruncated) return keys;
+    token = page.NextContinuationToken;
+    if (!token) throw new S3AnswerError(`ListObjectsV2 answered page ${pages} truncated without a continuation token`);
+    if (tokens.has(token)) throw new S3AnswerError(`ListObjectsV2 answered page ${pages} with a continuation token it had given before: the listing would never end`);
+    if (pages >= MAX_LIST_PAGES) throw new S3AnswerError(`ListObjectsV2 answered more than ${MAX_LIST_PAGES} pages under the run's prefix`);
+    tokens.add(token);
+  }
 }
 
 /** Why the object the store holds is not `file`, or undefined when it is. */
@@ -31,26 +44,29 @@ export function objectProblem(file: ManifestFile, head: { size: number; sha256: 
   return undefined;
 }
 
+/** HeadObjects in flight at once: 10 000 small files are seconds, not one round trip after another. */
+export const PARALLEL_HEADS = 16;
+
 /** The manifest files the store already holds exactly (size and metadata sha256): a retry sends them no more. */
 export async function alreadyStored(target: S3Target, files: readonly ManifestFile[], signal?: AbortSignal): Promise<Set<string>> {
   const present = await listKeys(target.client, target.bucket, resultKey(target, ''), signal);
   const stored = new Set<string>();
-  for (const file of files) {
-    if (present.get(resultKey(target, file.path)) !== file.size) continue;
+  const candidates = files.filter((file) => present.get(resultKey(target, file.path)) === file.size);
+  await forEachLimited(candidates, PARALLEL_HEADS, async (file) => {
     const head = await headObject(target.client, target.bucket, resultKey(target, file.path), signal);
     if (head && objectProblem(file, head) === undefined) stored.add(file.path);
-  }
+  });
   return stored;
 }
 
 export async function verifyObjects(target: S3Target, files: readonly ManifestFile[], signal?: AbortSignal): Promise<ObjectsVerdict> {
   const missing: string[] = [];
   const different: string[] = [];
-  for (const file of files) {
+  await forEachLimited(files, PARALLEL_HEADS, async (file) => {
     const head = await headObject(target.client, target.bucket, resultKey(target, file.path), signal);
     if (!head) missing.push(file.path);
     else if (objectProblem(file, head)) different.push(file.path);
-  }
+  });
   const expected = new Set(files.map((file) => resultKey(target, file.path)));
   const under = resultKey(target, '');
   const extra = [...(await listKeys(target.client, target.bucket, under, signal)).keys()]

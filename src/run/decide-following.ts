@@ -196,7 +196,12 @@ function retrieve(ctx: Context, retrieving: string): Step {
     // The last attempt's findings stay the message: what was missing, different or refused is what the user acts on.
     const found = status.reason === 'ResultsUnverified' ? status.message : undefined;
     phase(ctx, 'Retrieving', 'ResultsUnverified', found ?? `the results could not be verified yet (try ${obs.retrievalFailures}); the pod stays for spec.limits.retrieveGraceSeconds`);
-    return step(action, transferring ? obs.settings.pollIntervalMs : exponentialDelay(2000, 60_000, obs.retrievalFailures));
+    const delayMs = exponentialDelay(2000, 60_000, obs.retrievalFailures);
+    // Each failed try writes the status, whose watch event reconciles at once: the next try still waits
+    // out its delay from the last failure, whatever woke this reconcile.
+    const waitMs = !transferring && obs.lastRetrievalFailureAt ? obs.lastRetrievalFailureAt.getTime() + delayMs - obs.now.getTime() : 0;
+    if (waitMs > 0) return wait(waitMs);
+    return step(action, transferring ? obs.settings.pollIntervalMs : delayMs);
   }
   phase(ctx, 'Retrieving', 'Retrieving', `${retrieving}${slot}${extended}`);
   return step(action, transferring ? obs.settings.pollIntervalMs : 0);

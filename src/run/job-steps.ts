@@ -6,11 +6,15 @@ import { join, posix } from 'node:path';
 import { DEFAULT_RESULTS_MAX_BYTES, byteSizeValue, type RunpodRunSpec } from '../api/spec.ts';
 import {
   cancelJobCommand, clockOffsetSeconds, jobEnvFile, markRetrievedCommand, onControllerClock, parseAck, parseCancelOutput, parsePodState,
-  parseStartOutput, podPath, podStateCommand, renewRetrieveGraceCommand, setKeepCommand, startJobCommand, writeJobEnvCommand, RETRIEVED_TAG, KEEP_TAG, ENV_TAG, GRACE_TAG,
+  parseStartOutput, podStateCommand, renewRetrieveGraceCommand, setKeepCommand, startJobCommand, writeJobEnvCommand, RETRIEVED_TAG, KEEP_TAG, ENV_TAG, GRACE_TAG,
   type PodState,
 } from '../pod/index.ts';
 import { commitResults, discardStaging, jobLogName, resultsSubdirectory, stagingDirectory } from '../results/store.ts';
-import { computeManifest, downloadFile, exec, execChecked, retrieveDirectory, shellQuote, uploadFile, type Manifest, type SshConnection } from '../ssh/index.ts';
+import {
+  ContentMismatchError, computeManifest, downloadFile, execChecked, retrieveDirectory, shellQuote, uploadFile, type Manifest, type SshConnection,
+} from '../ssh/index.ts';
+import { withHeartbeat } from './heartbeat.ts';
+import { describeJobLog } from './job-log.ts';
 import type { RetrievalOutcome } from './decide.ts';
 import type { JobInputs } from './job-inputs.ts';
 
@@ -64,19 +68,22 @@ export interface RetrieveStepOptions {
 }
 
 /**
- * Streams the results directory and the job log into a staging directory, checks every file against
- * the pod's SHA-256 manifest, and only then moves it into place and writes the `retrieved` marker.
+ * How long the pod may take to hash the results (the manifest) and to list them again: the retrieve
+ * grace, past which the pod goes anyway; a fixed bound would cut a large result set short, or keep a
+ * short grace waiting far past its end.
  */
+export const listingTimeoutMs = (spec: RunpodRunSpec): number => spec.limits.retrieveGraceSeconds * 1000;
+
 /**
  * The first step of a retrieval, whichever store it goes to: the pod's manifest of the results
  * directory (created when the job wrote none: an empty result is verifiable), or the refusal of a
  * result set larger than results.maxBytes.
  */
-export async function resultManifest(ssh: SshConnection, remoteDir: string, spec: RunpodRunSpec, signal: AbortSignal | undefined):
+export async function resultManifest(ssh: SshConnection, remoteDir: string, spec: RunpodRunSpec, signal: AbortSignal | undefined, onProgress?: () => void):
   Promise<{ manifest: Manifest } | Extract<RetrievalOutcome, { kind: 'tooLarge' }>> {
   const withSignal = signal ? { signal } : {};
   await execChecked(ssh, `mkdir -p -- ${shellQuote(remoteDir)}`, 'preparing the results directory', { ...commandTimeout, ...withSignal });
-  const manifest = await computeManifest(ssh, remoteDir, { timeoutMs: 600_000, ...withSignal });
+  const manifest = await withHeartbeat(onProgress, () => computeManifest(ssh, remoteDir, { timeoutMs: listingTimeoutMs(spec), ...withSignal }));
   const maxBytes = spec.results.maxBytes ?? DEFAULT_RESULTS_MAX_BYTES;
   const total = manifest.files.reduce((sum, file) => sum + file.size, 0);
   if (total > byteSizeValue(maxBytes)) {
@@ -85,17 +92,21 @@ export async function resultManifest(ssh: SshConnection, remoteDir: string, spec
   return { manifest };
 }
 
+/**
+ * Streams the results directory and the job log into a staging directory, checks every file against
+ * the pod's SHA-256 manifest, and only then moves it into place and writes the `retrieved` marker.
+ */
 export async function retrieveResults(ssh: SshConnection, { runDir, stateDir }: PodDirs, spec: RunpodRunSpec, { location, podId }: { location: string; podId: string }, options: RetrieveStepOptions = {}): Promise<RetrievalOutcome> {
   const remoteDir = posix.join(runDir, spec.results.path);
   const signal = options.signal ? { signal: options.signal } : {};
-  const read = await resultManifest(ssh, remoteDir, spec, options.signal);
+  const read = await resultManifest(ssh, remoteDir, spec, options.signal, options.onProgress);
   if (!('manifest' in read)) return read;
   const { manifest } = read;
   // A try cut short (a lost connection, a leader killed or stepping down) leaves its staging for the
   // next to resume: a result that takes longer than any one leader's term still arrives.
   const staging = await stagingDirectory(location, podId);
   const retrieved = await retrieveDirectory(ssh, remoteDir, resultsSubdirectory(staging), manifest, {
-    ...signal, resume: true, ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    ...signal, resume: true, listTimeoutMs: listingTimeoutMs(spec), ...(options.onProgress ? { onProgress: options.onProgress } : {}),
   });
   if (!retrieved.ok) {
     const problems = [['missing', retrieved.missing], ['different', retrieved.different], ['extra', retrieved.extra], ['refused symlinks', retrieved.refused]] as const;
@@ -104,16 +115,23 @@ export async function retrieveResults(ssh: SshConnection, { runDir, stateDir }: 
     await discardStaging(staging);
     return { kind: 'unverified', message };
   }
-  await downloadJobLog(ssh, stateDir, join(staging, jobLogName));
+  await downloadJobLog(ssh, stateDir, join(staging, jobLogName), options.signal);
   await commitResults(staging, location);
   const marked = await execChecked(ssh, markRetrievedCommand({ stateDir }), 'marking the results retrieved', commandTimeout);
   parseAck(marked.stdout.toString('utf8'), RETRIEVED_TAG);
   return { kind: 'verified', files: retrieved.files, bytes: retrieved.bytes, location, verifiedAt: new Date() };
 }
 
-async function downloadJobLog(ssh: SshConnection, stateDir: string, localPath: string): Promise<void> {
-  const remote = podPath(stateDir, 'jobLog');
-  const hash = await exec(ssh, `sha256sum < ${shellQuote(remote)}`, commandTimeout);
-  const expectedSha256 = hash.code === 0 ? hash.stdout.toString('utf8').slice(0, 64) : undefined;
-  if (expectedSha256) await downloadFile(ssh, remote, localPath, { expectedSha256 });
+/** job.log up to its size when described (job-log.ts); one rewritten meanwhile (not appended to) is left out. */
+async function downloadJobLog(ssh: SshConnection, stateDir: string, localPath: string, signal: AbortSignal | undefined): Promise<void> {
+  const log = await describeJobLog(ssh, stateDir, signal);
+  if (!log) return;
+  try {
+    await downloadFile(ssh, log.remotePath, localPath, {
+      expectedSha256: log.file.sha256, expectedSize: log.file.size, growing: true, ...(signal ? { signal } : {}),
+    });
+  } catch (error) {
+    // The results are what counts: a log the job rewrote is not a reason to lose them.
+    if (!(error instanceof ContentMismatchError)) throw error;
+  }
 }

@@ -58,6 +58,8 @@ export interface Observation {
   spend?: SpendFacts;
   /** Failed retrieval tries of this run in this process. */
   retrievalFailures: number;
+  /** When the last of them failed (the next waits its backoff from then); absent: none, or not known. */
+  lastRetrievalFailureAt?: Date;
   /**
    * Verified results this run's store already holds although the status records none: a controller
    * that committed them (and marked them retrieved on the pod) died before its status write. Read only

@@ -8,7 +8,7 @@ import type { RunpodRunStatus } from '../api/status.ts';
 import { registerSecret, releaseSecrets, type Logger } from '../log.ts';
 import { withSecretOwner } from '../redaction.ts';
 import { isRunpodError } from '../runpod/index.ts';
-import { s3SettingsFor, s3Uri, type S3Defaults, type S3StoreSettings } from '../results/s3-store.ts';
+import { s3SettingsFor, s3Uri, type AllowedBucket, type S3Defaults, type S3StoreSettings } from '../results/s3-store.ts';
 import { committedObjects } from '../results/s3-verify.ts';
 import { openS3Target } from './s3-access.ts';
 import { committedResults, discardStagingOf, resultLocation } from '../results/store.ts';
@@ -50,6 +50,8 @@ export interface RunReconcilerOptions {
   resultsDir: string;
   /** The controller's default bucket (--results-store s3://…); absent: results go to resultsDir unless a run names spec.results.s3. */
   s3Defaults?: S3Defaults | undefined;
+  /** Where a run naming no S3 credentials may have the controller's own identity write (--results-s3-allowed-buckets); default none. */
+  s3AllowedBuckets?: readonly AllowedBucket[] | undefined;
   watchdogPeriodMs: number;
   settings: DecideSettings;
   events: EventSink;
@@ -152,7 +154,11 @@ export class RunReconciler {
 
   async #observe(run: RunpodRun, call: ReconcileCall): Promise<{ obs: Observation; context: Omit<ActContext, 'run'> }> {
     const { uid, namespace } = run.metadata;
-    const verdict = parseSpec(run.spec);
+    const parsed = parseSpec(run.spec);
+    const s3 = parsed.ok ? s3SettingsFor(parsed.spec.results.s3, this.#options.s3Defaults, { namespace, name: run.metadata.name, uid }, this.#options.s3AllowedBuckets) : undefined;
+    // A store the controller may not write to with its own identity is the spec's problem, said before
+    // anything is rented; a run that already rented (the flag changed since) keeps going, its retrieval refused.
+    const verdict = s3?.refused && !run.status?.attempts?.length ? { ok: false as const, message: s3.refused } : parsed;
     const spec = verdict.ok ? verdict.spec : undefined;
     const keyRead = spec ? await this.runs.runpodKey(namespace, spec.credentials.secretName, spec.credentials.key) : undefined;
     const secretKey = keyRead?.ok ? keyRead.apiKey : undefined;
@@ -184,7 +190,6 @@ export class RunReconciler {
     const jobHost = sshJobHost(ssh, { runDir: runDirOf(uid), stateDir: stateDirOf(uid) }, () => this.#now().getTime());
     const podState = ssh ? await jobHost.readState(call.signal).catch((error: unknown) => this.#unreadable(run, error)) : undefined;
     const now = this.#now();
-    const s3 = s3SettingsFor(spec?.results.s3, this.#options.s3Defaults, { namespace, name: run.metadata.name, uid });
     const location = s3 ? s3Uri(s3) : resultLocation(this.#options.resultsDir, namespace, run.metadata.name, uid);
     const transfer = call.transfers?.look(uid);
     // A pooled transfer's outcome is applied by the step that takes it (decide takes a settled one before
@@ -217,6 +222,7 @@ export class RunReconciler {
       jobInputs: jobInputs.ok ? { ok: true } : jobInputs,
       podState,
       retrievalFailures: this.#evidence.retrievalFailures(uid),
+      ...(this.#evidence.lastRetrievalFailureAt(uid) ? { lastRetrievalFailureAt: this.#evidence.lastRetrievalFailureAt(uid) } : {}),
       ...(storedResults ? { storedResults } : {}),
       ...(transfer ? { transfer: transfer.state === 'queued' ? { state: 'queued', ahead: transfer.ahead } : { state: transfer.state } } : {}),
       spend: accountSpend || snapshot ? { ...accountSpend, runningUsdPerHour: snapshot?.runningUsdPerHour } : undefined,

@@ -5,7 +5,8 @@
 import { posix } from 'node:path';
 import type { RunpodRunStatus } from '../api/status.ts';
 import { runDirOf, stateDirOf } from '../pod/index.ts';
-import { connectPinned, type ManifestFile, type SshConnection } from '../ssh/index.ts';
+import { connectPinned, printable, type ManifestFile, type SshConnection } from '../ssh/index.ts';
+import { redact } from '../log.ts';
 import type { ActContext } from './act.ts';
 import { applyRetrievalOutcome, type RetrievalOutcome } from './decide.ts';
 import { retrieveResults } from './job-steps.ts';
@@ -21,16 +22,17 @@ export type RetrievalPool = TransferPool<RetrievalOutcome>;
 export async function retrieve(ctx: ActContext): Promise<RunpodRunStatus | undefined> {
   const pool = ctx.transfers;
   if (!pool) {
-    if (!ctx.ssh) throw new Error('no SSH connection to the pod this time');
-    return record(ctx, await transfer(ctx, ctx.ssh, ctx.signal, ctx.progress));
+    try {
+      if (!ctx.ssh) throw new Error('no SSH connection to the pod this time');
+      return record(ctx, await transfer(ctx, ctx.ssh, ctx.signal, ctx.progress));
+    } catch (error) {
+      if (ctx.signal?.aborted) throw error;
+      return record(ctx, failedTry(error));
+    }
   }
   const uid = ctx.run.metadata.uid;
   const settled = pool.take(uid);
-  if (settled) {
-    // A failed transfer fails this reconcile, as it did inline: retried with the queue's backoff.
-    if (!settled.ok) throw settled.error;
-    return record(ctx, settled.value);
-  }
+  if (settled) return record(ctx, settled.ok ? settled.value : failedTry(settled.error));
   // The pool may start it from another run's context: what it registers (S3 keys) is this run's.
   const job = (signal: AbortSignal, progress: () => void) => withSecretOwner(uid, () => transferOverOwnConnection(ctx, signal, progress));
   pool.start(uid, `${ctx.run.metadata.namespace}/${ctx.run.metadata.name}`, job, resultsLostAt(ctx));
@@ -52,12 +54,21 @@ export function abortRetrievalBeforeDelete(ctx: ActContext, podId: string): void
   if (podId === ctx.run.status?.pod?.id) ctx.transfers?.abort(ctx.run.metadata.uid, `pod ${podId} is being deleted`);
 }
 
+/**
+ * A try that threw (SSH lost, a pod command failed, the local disk): an unverified try like any
+ * other, so it is counted (the retries are spaced and bounded) and the status says why.
+ */
+function failedTry(error: unknown): RetrievalOutcome {
+  const text = error instanceof Error ? error.message : String(error);
+  return { kind: 'unverified', message: `the retrieval failed: ${redact(printable(text, 300))}` };
+}
+
 function record(ctx: ActContext, outcome: RetrievalOutcome): RunpodRunStatus {
   const uid = ctx.run.metadata.uid;
   if (outcome.kind === 'verified') {
     ctx.evidence.retrievalVerified(uid);
     ctx.metrics?.resultsRetrieved(outcome.files, outcome.bytes);
-  } else ctx.evidence.retrievalFailed(uid);
+  } else ctx.evidence.retrievalFailed(uid, ctx.now());
   const status = structuredClone(ctx.run.status ?? {});
   applyRetrievalOutcome(ctx.obs, status, outcome);
   return status;
@@ -71,7 +82,8 @@ async function transfer(ctx: ActContext, ssh: SshConnection, signal: AbortSignal
   const podId = ctx.run.status?.pod?.id;
   if (!podId) throw new Error('the run has no pod to retrieve from');
   if (!ctx.s3) return retrieveResults(ssh, dirs, ctx.spec, { location: ctx.resultLocation, podId }, options);
-  const opened = await openS3Target(ctx.runs, ctx.run.metadata.namespace, ctx.s3);
+  // Each store call that ends is progress; each is under a bound of its own (s3-store.ts).
+  const opened = await openS3Target(ctx.runs, ctx.run.metadata.namespace, ctx.s3, progress);
   // Like a store that does not answer: the run waits within its retrieve grace for the Secret.
   if (!opened.ok) return { kind: 'unverified', message: opened.message };
   const { target } = opened;

@@ -9,7 +9,7 @@ export class RunEvidence {
   readonly #deletions = new Map<string, Deletion>();
   /** By run uid, as the rest. */
   readonly #catalogs = new Map<string, GpuCandidate[]>();
-  readonly #retrievalFailures = new Map<string, number>();
+  readonly #retrievalFailures = new Map<string, { count: number; lastAt: Date }>();
 
   /** The evidence on a pod's deletion, or a fresh record; changes count once handed to recordDeletion. */
   deletion(podId: string): Deletion {
@@ -47,12 +47,16 @@ export class RunEvidence {
   }
 
   retrievalFailures(runUid: string): number {
-    return this.#retrievalFailures.get(runUid) ?? 0;
+    return this.#retrievalFailures.get(runUid)?.count ?? 0;
   }
 
-  /** A retrieval that did not verify (its try count spaces and bounds the next ones). */
-  retrievalFailed(runUid: string): void {
-    this.#retrievalFailures.set(runUid, this.retrievalFailures(runUid) + 1);
+  lastRetrievalFailureAt(runUid: string): Date | undefined {
+    return this.#retrievalFailures.get(runUid)?.lastAt;
+  }
+
+  /** A retrieval that did not verify, at `at` (its try count and time space and bound the next ones). */
+  retrievalFailed(runUid: string, at: Date): void {
+    this.#retrievalFailures.set(runUid, { count: this.retrievalFailures(runUid) + 1, lastAt: at });
   }
 
   retrievalVerified(runUid: string): void {

@@ -5,15 +5,17 @@
 // marker. The outcome is the dir store's RetrievalOutcome, so decide and the transfer pool are unchanged.
 import { posix } from 'node:path';
 import type { RunpodRunSpec } from '../api/spec.ts';
-import { markRetrievedCommand, parseAck, podPath, RETRIEVED_TAG } from '../pod/index.ts';
-import { FileRefusedError, PART_SIZE_BYTES, streamFileToS3 } from '../results/s3-stream.ts';
+import { markRetrievedCommand, parseAck, RETRIEVED_TAG } from '../pod/index.ts';
+import { FileRefusedError, streamFileToS3 } from '../results/s3-stream.ts';
 import { s3Uri } from '../results/s3-store.ts';
 import { alreadyStored, verifyObjects, writeSums } from '../results/s3-verify.ts';
 import { resultKey, type S3Target } from '../results/s3-target.ts';
-import { exec, execChecked, listRemoteFiles, SftpSession, shellQuote, type ManifestFile, type SshConnection } from '../ssh/index.ts';
+import { execChecked, listRemoteFiles, SftpSession, type ManifestFile, type SshConnection } from '../ssh/index.ts';
+import { withHeartbeat } from './heartbeat.ts';
+import { describeJobLog } from './job-log.ts';
 import type { RetrievalOutcome } from './decide.ts';
 import type { DirectOutcome } from '../results/s3-direct.ts';
-import { resultManifest, type PodDirs, type RetrieveStepOptions } from './job-steps.ts';
+import { listingTimeoutMs, resultManifest, type PodDirs, type RetrieveStepOptions } from './job-steps.ts';
 
 const commandTimeout = { timeoutMs: 30_000 };
 /** Files streamed at once: each holds at most ~3 parts (s3-stream.ts), so memory stays bounded. */
@@ -28,7 +30,7 @@ export async function retrieveResultsToS3(ssh: SshConnection, { runDir, stateDir
   const { signal } = options;
   const withSignal = signal ? { signal } : {};
   const remoteDir = posix.join(runDir, spec.results.path);
-  const read = await resultManifest(ssh, remoteDir, spec, signal);
+  const read = await resultManifest(ssh, remoteDir, spec, signal, options.onProgress);
   if (!('manifest' in read)) return read;
   const { manifest } = read;
   // Object storage holds no links: a link is named, never followed into a copy.
@@ -38,7 +40,9 @@ export async function retrieveResultsToS3(ssh: SshConnection, { runDir, stateDir
   const stored = await alreadyStored(target, manifest.files, signal);
   const toSend = manifest.files.filter((file) => !stored.has(file.path));
   let path: 'direct' | 'controller' = 'controller';
-  const direct = toSend.length > 0 && options.direct ? await options.direct(toSend) : undefined;
+  const { direct: sendDirect } = options;
+  // The pod's batches of PUTs report nothing until each ends; each is under its own timeout.
+  const direct = toSend.length > 0 && sendDirect ? await withHeartbeat(options.onProgress, () => sendDirect(toSend)) : undefined;
   if (direct?.kind === 'failed') return unverified({ direct: [direct.message] });
   if (direct?.kind === 'uploaded') path = 'direct';
   else if (toSend.length > 0) {
@@ -48,7 +52,8 @@ export async function retrieveResultsToS3(ssh: SshConnection, { runDir, stateDir
 
   const verdict = await verifyObjects(target, manifest.files, signal);
   const listed = new Set(manifest.files.map((file) => file.path));
-  const late = (await listRemoteFiles(ssh, remoteDir, { timeoutMs: 600_000, ...withSignal })).filter((file) => !listed.has(file));
+  const late = (await withHeartbeat(options.onProgress, () => listRemoteFiles(ssh, remoteDir, { timeoutMs: listingTimeoutMs(spec), ...withSignal })))
+    .filter((file) => !listed.has(file));
   const problems = { missing: verdict.missing, different: verdict.different, extra: [...new Set([...verdict.extra, ...late])].sort() };
   if (problems.missing.length + problems.different.length + problems.extra.length > 0) return unverified(problems);
 
@@ -71,7 +76,7 @@ async function streamAll(ssh: SshConnection, remoteDir: string, files: readonly 
         const file = files[next++] as ManifestFile;
         try {
           await streamFileToS3(sftp, posix.join(remoteDir, file.path), file, target, resultKey(target, file.path), {
-            signal: options.signal, onProgress: options.onProgress, partSizeBytes: PART_SIZE_BYTES,
+            signal: options.signal, onProgress: options.onProgress,
           });
         } catch (error) {
           if (!(error instanceof FileRefusedError)) throw error;
@@ -88,18 +93,15 @@ async function streamAll(ssh: SshConnection, remoteDir: string, files: readonly 
   return { missing: refused.missing.sort(), different: refused.different.sort() };
 }
 
-/** job.log, checked like a result file (its hash and size read on the pod first); absent: none written. */
+/** job.log up to its size when described (job-log.ts), checked like a result file; absent: none written. */
 async function putJobLog(ssh: SshConnection, stateDir: string, target: S3Target, signal: AbortSignal | undefined): Promise<void> {
-  const remote = podPath(stateDir, 'jobLog');
-  const described = await exec(ssh, `f=${shellQuote(remote)}; [ -f "$f" ] || exit 3; h=$(sha256sum < "$f") && s=$(wc -c < "$f") && echo "\${h%% *} $s"`, commandTimeout);
-  const match = described.code === 0 ? /^([0-9a-f]{64}) (\d+)\s*$/.exec(described.stdout.toString('utf8')) : null;
-  if (!match) return;
-  const file: ManifestFile = { path: 'job.log', sha256: match[1] as string, size: Number(match[2]) };
+  const log = await describeJobLog(ssh, stateDir, signal);
+  if (!log) return;
   const sftp = await SftpSession.open(ssh);
   try {
-    await streamFileToS3(sftp, remote, file, target, `${target.keyPrefix}job.log`, { signal });
+    await streamFileToS3(sftp, log.remotePath, log.file, target, `${target.keyPrefix}job.log`, { signal, growing: true });
   } catch (error) {
-    // The log still grows when a job's background process writes to it: the results are what counts.
+    // The results are what counts: a log the job rewrote (not appended to) is not a reason to lose them.
     if (!(error instanceof FileRefusedError)) throw error;
   } finally {
     sftp.end();

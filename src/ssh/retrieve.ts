@@ -120,10 +120,13 @@ export async function retrieveDirectory(
   for (const link of storedLinks) await storeLink(localDir, link);
 
   const listed = new Set([...files, ...links].map((f) => f.path));
+  // The re-listing is silent but bounded by its timeout: it reports (unchanged) progress while it runs,
+  // so a slow listing of many files does not read as a stuck transfer.
+  const beat = setInterval(report, 10_000);
   const remoteNow = await listRemoteFiles(conn, remoteDir, {
     timeoutMs: options.listTimeoutMs ?? 600_000,
     ...(signal ? { signal } : {}),
-  });
+  }).finally(() => clearInterval(beat));
   const local = await verifyAgainstManifest({ files, links: storedLinks }, localDir);
 
   for (const path of local.different) different.add(path);

@@ -23,6 +23,11 @@ export interface DownloadOptions {
   expectedSha256?: string;
   /** Size the content must have; reading stops one byte past it, so a growing or endless file is bounded. */
   expectedSize?: number;
+  /**
+   * The file may still be appended to (a log a job's background process writes): its content is its
+   * first expectedSize bytes, and reading stops there instead of one byte past.
+   */
+  growing?: boolean;
   /** Called after each chunk is written, with the bytes written so far. */
   onProgress?: (bytes: number) => void;
   signal?: AbortSignal;
@@ -155,7 +160,7 @@ async function keptPrefix(path: string, limit: number): Promise<{ bytes: number;
 async function downloadTo(sftp: SftpSession, remotePath: string, localPath: string, tempName: string, options: DownloadOptions): Promise<DownloadResult> {
   const { signal } = options;
   const temp = join(dirname(localPath), tempName);
-  const limit = options.expectedSize === undefined ? Infinity : options.expectedSize + 1;
+  const limit = options.expectedSize === undefined ? Infinity : options.expectedSize + (options.growing ? 0 : 1);
   // A resumed try appends to what the last one kept; the whole content is still hashed and checked.
   const kept = options.resume ? await keptPrefix(temp, limit) : { bytes: 0, hash: createHash('sha256') };
   const { hash } = kept;

@@ -15,7 +15,7 @@ import { createHash } from 'node:crypto';
 import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { resultKey } from '../../src/results/s3-target.ts';
 import { committedObjects, writeSums } from '../../src/results/s3-verify.ts';
-import { simPods } from '../runpod-sim/client.ts';
+import { countRequests, simPods, simStats } from '../runpod-sim/client.ts';
 import { startObjectStore, type ObjectStore } from '../s3/seaweedfs.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { runManifest, startWorld, unsuppressed, withWorld, type World } from '../support/operator.ts';
@@ -118,7 +118,8 @@ describe('results in S3-compatible object storage', () => {
     return withWorld('s3direct', async (world) => {
       await createS3Secret(world, store);
       await world.apply(runManifest('s3direct', {
-        job: { command: ['sh', '-c', 'mkdir -p output && echo direct > output/d.txt && head -c 70000000 /dev/urandom > output/big.bin'] },
+        // A process left behind keeps writing to job.log: the log is taken as it was, not left out.
+        job: { command: ['sh', '-c', 'mkdir -p output && echo direct > output/d.txt && head -c 70000000 /dev/urandom > output/big.bin && echo the job ran && (while :; do echo tick; sleep 0.002; done) &'] },
         results: { path: 'output', s3: s3Spec(store, { credentials: { secretName: 's3' } }) },
       }));
       const run = await world.waitForRun('s3direct', 'ended', (r) => r.status?.phase === 'Succeeded' || r.status?.phase === 'Failed', 240_000);
@@ -130,6 +131,7 @@ describe('results in S3-compatible object storage', () => {
       try {
         assert.deepEqual(await download(s3, prefix, dir), ['SHA256SUMS', 'job.log', 'results/big.bin', 'results/d.txt']);
         execFileSync('sha256sum', ['-c', '--strict', 'SHA256SUMS'], { cwd: dir });
+        assert.match(readFileSync(join(dir, 'job.log'), 'utf8'), /the job ran\n(tick\n)*$/);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
@@ -163,6 +165,33 @@ describe('results in S3-compatible object storage', () => {
         }
         await world.waitForRun('s3flag', 'pod deleted', (r) => r.status?.pod?.state === 'Deleted', 60_000);
         await world.deleteRun('s3flag');
+      } finally {
+        if (saved.id === undefined) delete process.env.AWS_ACCESS_KEY_ID; else process.env.AWS_ACCESS_KEY_ID = saved.id;
+        if (saved.secret === undefined) delete process.env.AWS_SECRET_ACCESS_KEY; else process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
+      }
+    }));
+
+  test('no spec.results.s3.credentials: the controller\'s own identity writes only to a bucket of --results-s3-allowed-buckets; another is InvalidSpec before any create', () =>
+    unsuppressed(async () => {
+      await using world = await startWorld('s3allowed');
+      const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
+      process.env.AWS_ACCESS_KEY_ID = store.accessKeyId;
+      process.env.AWS_SECRET_ACCESS_KEY = store.secretAccessKey;
+      try {
+        await world.startController({ resultsS3AllowedBuckets: `${store.endpoint}/${BUCKET}` });
+        const job = { command: ['sh', '-c', 'mkdir -p output && echo mine > output/m.txt'] };
+        await world.apply(runManifest('refused', { job, results: { path: 'output', s3: s3Spec(store, { bucket: 'other-team' }) } }));
+        await world.apply(runManifest('allowed', { job, results: { path: 'output', s3: s3Spec(store) } }));
+        const refused = await world.waitForRun('refused', 'Failed', (r) => r.status?.phase === 'Failed', 60_000);
+        assert.equal(refused.status?.reason, 'InvalidSpec', JSON.stringify(refused.status));
+        assert.match(refused.status?.message ?? '', /spec\.results\.s3\.credentials: absent, .*--results-s3-allowed-buckets.*bucket "other-team"/);
+        const allowed = await world.waitForRun('allowed', 'ended', (r) => r.status?.phase === 'Succeeded' || r.status?.phase === 'Failed', 120_000);
+        assert.equal(allowed.status?.phase, 'Succeeded', JSON.stringify(allowed.status));
+        assert.deepEqual((await simPods(world.sim.adminUrl)).map((pod) => pod.name), ['allowed-1'], 'nothing was ever rented for the refused run');
+        assert.equal(countRequests(await simStats(world.sim.adminUrl), 'POST', '/v2/pods'), 1);
+        await world.waitForRun('allowed', 'pod deleted', (r) => r.status?.pod?.state === 'Deleted', 60_000);
+        await world.deleteRun('refused');
+        await world.deleteRun('allowed');
       } finally {
         if (saved.id === undefined) delete process.env.AWS_ACCESS_KEY_ID; else process.env.AWS_ACCESS_KEY_ID = saved.id;
         if (saved.secret === undefined) delete process.env.AWS_SECRET_ACCESS_KEY; else process.env.AWS_SECRET_ACCESS_KEY = saved.secret;

@@ -1,6 +1,7 @@
 // What a result set may hold, end to end: a symlink is a file of it (stored as a link, or refused by
 // name), and a set larger than results.maxBytes is not retrieved (Failed/ResultsTooLarge, the pod
-// deleted). Every test ends with the leak check.
+// deleted); a job.log that still grows is taken as it was; a try that fails outright is counted and
+// said. Every test ends with the leak check.
 import assert from 'node:assert/strict';
 import { lstatSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
@@ -50,4 +51,38 @@ test('a symlink leaving the results is refused by name: never "verified", never 
     assert.match(run.status?.message ?? '', /refused symlinks \(state -> \.\.\/\.pod: points outside the results directory\)/);
     assert.equal(run.status?.results?.retrievedAt, undefined);
     await world.deleteRun('badlink');
+  }));
+
+test('a job that leaves a process writing to job.log (nohup, tensorboard): the log is taken up to its size then, the run succeeds', () =>
+  withWorld('growinglog', async (world) => {
+    await world.apply(runManifest('growinglog', {
+      job: { command: ['sh', '-c', 'mkdir -p output && echo r > output/r.txt && echo the job ran && (while :; do echo tick; sleep 0.002; done) &'] },
+      results: { path: 'output' },
+      limits: { maxRuntimeSeconds: 600, readyTimeoutSeconds: 60, retrieveGraceSeconds: 30 },
+    }));
+    const run = await world.waitForRun('growinglog', 'ended', (r) => r.status?.phase === 'Succeeded' || r.status?.phase === 'Failed', 120_000);
+    assert.equal(run.status?.phase, 'Succeeded', JSON.stringify(run.status));
+    assert.equal(run.status?.results?.files, 1);
+    const location = run.status?.results?.location ?? '';
+    assert.equal(readFileSync(join(location, 'results', 'r.txt'), 'utf8'), 'r\n');
+    const log = readFileSync(join(location, 'job.log'), 'utf8');
+    assert.match(log, /the job ran/);
+    assert.ok(log.endsWith('\n'), 'the log is whole lines as they were when its size was read');
+    await world.deleteRun('growinglog');
+  }));
+
+test('a retrieval that fails outright (results.path is a file) is counted and said in the status, try after try', () =>
+  withWorld('pathisfile', async (world) => {
+    await world.apply(runManifest('pathisfile', {
+      job: { command: ['sh', '-c', 'echo not a directory > output'] },
+      results: { path: 'output' },
+      limits: { maxRuntimeSeconds: 600, readyTimeoutSeconds: 60, retrieveGraceSeconds: 30 },
+    }));
+    const first = await world.waitForRun('pathisfile', 'ResultsUnverified', (r) => r.status?.reason === 'ResultsUnverified' || r.status?.phase === 'Failed', 120_000);
+    assert.equal(first.status?.phase, 'Retrieving', JSON.stringify(first.status));
+    assert.match(first.status?.message ?? '', /try 1\b.*preparing the results directory/);
+    assert.ok((first.status?.message ?? '').length <= 1024, `a bounded message: ${first.status?.message?.length}`);
+    const second = await world.waitForRun('pathisfile', 'a second counted try', (r) => /try [2-9]/.test(r.status?.message ?? '') || r.status?.phase === 'Failed', 60_000);
+    assert.equal(second.status?.phase, 'Retrieving', JSON.stringify(second.status));
+    await world.deleteRun('pathisfile');
   }));

@@ -79,7 +79,8 @@ describe('the direct path\'s pod commands', () => {
         assert.equal(head.Metadata?.sha256, hex(readFileSync(join(dir, name))));
         const report = reports[i];
         assert.ok(report?.ok);
-        assert.equal(report.etag, head.ETag);
+        // Only a part's ETag is used (its CompleteMultipartUpload, direct.test.ts): a whole file reports none.
+        assert.equal(report.etag, undefined);
       }
       // Its private directory (the signed headers, the answers) is gone with it.
       assert.deepEqual(readdirSync(dir).filter((entry) => entry.startsWith('runpod-operator-s3.')), []);

@@ -8,7 +8,8 @@ import { readFileSync } from 'node:fs';
 import {
   GetObjectCommand, HeadObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command, S3Client,
 } from '@aws-sdk/client-s3';
-import { uploadFromPod, type DirectOutcome } from '../../src/results/s3-direct.ts';
+import { PARALLEL_BATCHES, uploadFromPod, type DirectOutcome } from '../../src/results/s3-direct.ts';
+import { PARALLEL_HEADS, verifyObjects } from '../../src/results/s3-verify.ts';
 import { resultKey, type S3Target } from '../../src/results/s3-target.ts';
 import { connectPinned, type SshConnection } from '../../src/ssh/connect.ts';
 import { execChecked } from '../../src/ssh/exec.ts';
@@ -16,6 +17,7 @@ import { computeManifest, type ManifestFile } from '../../src/ssh/manifest.ts';
 import { shellQuote } from '../../src/ssh/shell.ts';
 import { startSimulator, type RunningSimulator } from '../runpod-sim/server.ts';
 import { ACCOUNT_KEY, cleanUp, createPod, keys, sshPort, waitFor } from '../pod/helpers.ts';
+import { startCountingProxy, type CountingProxy } from './counting-proxy.ts';
 import { startObjectStore, type ObjectStore } from './seaweedfs.ts';
 
 const BUCKET = 'direct-results';
@@ -27,12 +29,14 @@ describe('uploadFromPod: the pod uploads its own results with presigned URLs', (
   let s3: S3Client;
   let sim: RunningSimulator;
   let conn: SshConnection;
+  let proxy: CountingProxy;
   let run = 0;
 
   before(async () => {
     store = await startObjectStore();
     s3 = store.client();
     await store.createBucket(BUCKET);
+    proxy = await startCountingProxy(store.endpoint, 500);
     // The same port inside the pod: the presigned URL signs its host:port.
     const port = Number(new URL(store.endpoint).port);
     sim = await startSimulator({
@@ -40,7 +44,7 @@ describe('uploadFromPod: the pod uploads its own results with presigned URLs', (
       config: {
         gpuTypes: [{ id: 'NVIDIA A40', displayName: 'A40', memoryInGb: 48, pricePerHour: 0.4, stock: { 'EU-RO-1': 8 } }],
         rateLimits: { enabled: false },
-        network: { forward: [{ podPort: port, hostPort: port }] },
+        network: { forward: [{ podPort: port, hostPort: port }, { podPort: proxy.port, hostPort: proxy.port }] },
       },
     });
     const k = await keys();
@@ -58,6 +62,7 @@ describe('uploadFromPod: the pod uploads its own results with presigned URLs', (
       await sim.stop();
     }
     s3?.destroy();
+    await proxy?.stop();
     await store?.stop();
   });
 
@@ -123,6 +128,32 @@ describe('uploadFromPod: the pod uploads its own results with presigned URLs', (
     assert.equal(head.ChecksumType, 'COMPOSITE');
     assert.equal(createHash('sha256').update(await storedBytes(key)).digest('hex'), big.sha256);
     assert.equal(await pendingUploads(target), 0);
+  });
+
+  test('several files: the pod\'s PUTs go a few upload commands at once, the read-back HEADs a bounded few at once', async () => {
+    // URLs valid for 4 s make a batch at most 2 MiB (what 4 s at the slowest rate allows, shared by the
+    // batches at once): one file of 1.5 MiB per batch, six batches. The relay holds each answer 500 ms,
+    // so batches that run side by side are seen in flight together.
+    const { dir, files, target } = await results('for i in 1 2 3 4 5 6; do head -c 1572864 /dev/urandom > f$i; done');
+    const counted = new S3Client({
+      endpoint: proxy.endpoint, region: store.region, forcePathStyle: true,
+      credentials: { accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey },
+    });
+    try {
+      proxy.reset();
+      const outcome = await uploadFromPod(conn, dir, files, { ...target, client: counted }, { expiresInSeconds: 4 });
+      const puts = proxy.maxInFlight('PUT');
+      assert.ok(puts > 1 && puts <= PARALLEL_BATCHES, `PUTs in flight at once: ${puts} (bound ${PARALLEL_BATCHES})`);
+      assert.deepEqual(outcome, { kind: 'uploaded', files: 6, bytes: 6 * 1572864 });
+      assert.equal(proxy.count('PUT'), 6);
+      proxy.reset();
+      assert.deepEqual(await verifyObjects({ ...target, client: counted }, files), { missing: [], different: [], extra: [] });
+      assert.equal(proxy.count('HEAD'), 6);
+      const heads = proxy.maxInFlight('HEAD');
+      assert.ok(heads > 1 && heads <= PARALLEL_HEADS, `HEADs in flight at once: ${heads} (bound ${PARALLEL_HEADS})`);
+    } finally {
+      counted.destroy();
+    }
   });
 
   test('a file changed on the pod after the manifest: failed (BadDigest), nothing stored under its key', async () => {

@@ -121,6 +121,15 @@ void describe('SFTP transfers over a real sshd', () => {
       assert.equal(existsSync(target), false);
     });
 
+    void it('growing: takes a file still appended to as its first expectedSize bytes', async () => {
+      const first = 'line 1\nline 2\n';
+      await uploadFile(conn, `${remote}/growing.log`, `${first}line 3, written after the size was read\n`);
+      const target = join(local, 'growing.log');
+      const result = await downloadFile(conn, `${remote}/growing.log`, target, { expectedSize: first.length, expectedSha256: sha(first), growing: true });
+      assert.deepEqual(result, { bytes: first.length, sha256: sha(first) });
+      assert.equal(readFileSync(target, 'utf8'), first);
+    });
+
     void it('reports a missing remote file as such', async () => {
       await assert.rejects(downloadFile(conn, `${remote}/no such file`, join(local, 'x')), (err: unknown) => isNoSuchFile(err));
       assert.equal(existsSync(join(local, 'x')), false);
