@@ -680,9 +680,10 @@ fi
 
 while :; do
   now
+  # Before this tick's calls: a reading they make is later than NOW, which would look like a clock stepped back.
+  clock_check
   probe_step
   price_step
-  clock_check
   observe
   decide
   if [ -n "$REASON" ]; then

@@ -1,6 +1,7 @@
 // Shared by the simulator's own tests: raw API calls, SSH keys, an sshd-starting pod, waiting.
 import ssh2 from 'ssh2';
 import { generateKeyPair } from '../../src/ssh/keys.ts';
+import { simPods } from './client.ts';
 import type { RunningSimulator } from './server.ts';
 
 export interface ApiResponse {
@@ -92,13 +93,17 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
   }
 }
 
-/** Polls GET /v2/pods/{id} until ssh.direct is reported; returns its port. */
+/**
+ * Waits until the pod's ports are assigned (the admin API, which no quota counts: polling the v2 GET
+ * every 50 ms would spend the key's 60 calls a minute the test itself needs), then returns the port
+ * GET /v2/pods/{id} reports as ssh.direct.
+ */
 export async function waitForSsh(sim: RunningSimulator, key: string, podId: string): Promise<number> {
-  return waitFor(`ssh.direct of ${podId}`, async () => {
-    const response = await call(sim, 'GET', `/v2/pods/${podId}`, { key });
-    const port = field(response.body, 'ssh', 'direct', 'port');
-    return typeof port === 'number' ? port : undefined;
-  });
+  await waitFor(`ssh.direct of ${podId}`, async () => ((await simPods(sim.adminUrl)).find((pod) => pod.id === podId)?.ready ? true : undefined));
+  const response = await call(sim, 'GET', `/v2/pods/${podId}`, { key });
+  const port = field(response.body, 'ssh', 'direct', 'port');
+  if (typeof port !== 'number') throw new Error(`pod ${podId} is ready but GET reports no ssh.direct port`);
+  return port;
 }
 
 function hostKeyBlob(publicKey: string): Buffer {
