@@ -18,14 +18,14 @@ import { PROCESS_OWNER } from './redaction.ts';
 import { OperatorMetrics } from './metrics/metrics.ts';
 import type { S3Defaults } from './results/s3-store.ts';
 import { removeAbandonedStaging } from './results/store.ts';
-import { isTerminal } from './run/conditions.ts';
-import { Accounts } from './run/accounts.ts';
+import { isTerminal } from './run/decide/conditions.ts';
+import { Accounts } from './run/memory/accounts.ts';
 import { installScope, type Owner } from './run/ownership.ts';
 import { RunReconciler } from './run/reconciler.ts';
 import { Sweeper } from './run/sweeper.ts';
 import { urgencyOf } from './run/urgency.ts';
-import { TransferPool } from './run/transfers.ts';
-import type { RetrievalOutcome } from './run/decide.ts';
+import { TransferPool } from './run/act/transfers.ts';
+import type { RetrievalOutcome } from './run/decide/decide.ts';
 
 export interface RunningController {
   /** Graceful: stop taking work, abort in-flight steps, flush events, release the lease, close the endpoints. */

@@ -21,6 +21,14 @@ export function installScope(namespace: string | undefined): string {
   return namespace ? `namespace/${namespace}` : clusterWideScope;
 }
 
+/**
+ * The run a pod of this cluster belongs to (its run marker), for the account's observer: a pod without
+ * the cluster's marker is never a run's, whatever its name.
+ */
+export function runOfPod(clusterId: string): (pod: { env: Readonly<Record<string, string | undefined>> }) => string | undefined {
+  return (pod) => (pod.env[POD_ENV.cluster] === clusterId ? pod.env[POD_ENV.run] || undefined : undefined);
+}
+
 /** True when the pod's markers say this install made it. */
 export function ownsPod(owner: Owner, env: Readonly<Record<string, string | undefined>>): boolean {
   return env[POD_ENV.cluster] === owner.clusterId && env[POD_ENV.scope] === owner.scope;

@@ -10,35 +10,31 @@ import { withSecretOwner } from '../redaction.ts';
 import { isRunpodError } from '../runpod/index.ts';
 import { s3SettingsFor, s3Uri, type AllowedBucket, type S3Defaults, type S3StoreSettings } from '../results/s3-store.ts';
 import { committedObjects } from '../results/s3-verify.ts';
-import { openS3Target } from './s3-access.ts';
+import { openS3Target } from './ports/s3-access.ts';
 import { committedResults, discardStagingOf, resultLocation } from '../results/store.ts';
 import { connectPinned, HostKeyMismatchError, type SshConnection } from '../ssh/index.ts';
-import { conditionIs, isTerminal } from './conditions.ts';
-import { resolveJobInputs, type JobInputsVerdict } from './job-inputs.ts';
-import { sshJobHost } from './job-host.ts';
+import { conditionIs, isTerminal } from './decide/conditions.ts';
+import { resolveJobInputs, type JobInputsVerdict } from './observe/job-inputs.ts';
+import { sshJobHost } from './ports/job-host.ts';
 import { runDirOf, stateDirOf } from '../pod/index.ts';
 import { exponentialDelay } from '../kube/backoff.ts';
 import { splitKey } from '../kube/keys.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
-import type { Accounts } from './accounts.ts';
-import { act, podView, protectSshKeys, type ActContext, type ReconcilerMetrics } from './act.ts';
-import { decide, transitionEvent } from './decide.ts';
-import { stillCurrent } from './fresh-view.ts';
-import type { DecideSettings, Observation, RunEvent, StoredResults } from './model.ts';
-import { runpodPodBackend } from './pod-backend.ts';
-import { buildCreatePodRequest } from './pod-request.ts';
-import type { RetrievalPool } from './retrieval.ts';
-import { RunApi, type SshSecret } from './run-api.ts';
-import { RunEvidence } from './run-evidence.ts';
-import { spendPriceKey } from './spend-room.ts';
+import type { Accounts } from './memory/accounts.ts';
+import { act, podView, protectSshKeys, type ActContext, type ReconcilerMetrics } from './act/act.ts';
+import { decide, learn, transitionEvent } from './decide/decide.ts';
+import { stillCurrent } from './observe/fresh-view.ts';
+import type { DecideSettings, Observation, RunEvent, StoredResults } from './decide/model.ts';
+import type { Outcome } from './decide/outcome.ts';
+import { runpodPodBackend } from './ports/pod-backend.ts';
+import { buildCreatePodRequest } from './act/pod-request.ts';
+import type { RetrievalPool } from './act/context.ts';
+import { RunApi, type SshSecret } from './ports/run-api.ts';
+import { RunEvidence } from './memory/evidence.ts';
+import { spendPriceKey } from './memory/spend-room.ts';
+import { workerRateLimitWaitMs } from './decide/timings.ts';
 
 export interface EventSink { record(run: RunpodRun, event: RunEvent): void }
-
-/**
- * Longest a reconcile waits inside a worker for its account's Runpod budget (a slot, or a Retry-After):
- * longer waits are waited out in the queue, so that one account's 429 storm never holds the workers.
- */
-const workerRateLimitWaitMs = 5000;
 
 export interface RunReconcilerOptions {
   kubeConfig: KubeConfig;
@@ -125,9 +121,9 @@ export class RunReconciler {
       (call.log ?? this.#options.logger).info({ run: run.metadata.name, namespace: run.metadata.namespace, attempt }, 'the run changed since this reconcile read it; deciding again before any create');
       return { requeueAfterMs: 0 };
     }
-    let learned: RunpodRunStatus | undefined;
+    let outcome: Outcome | undefined;
     try {
-      learned = await act(decision.action, { ...context, run: current });
+      outcome = await act(decision.action, { ...context, run: current });
     } catch (error) {
       // The account's budget is spent for a while (a 429 storm): the run comes back when it frees,
       // rather than holding a worker that another account's runs need.
@@ -138,6 +134,7 @@ export class RunReconciler {
     }
     // A replica told to stop writes nothing more: the intent is in the status, the next leader observes again.
     signal?.throwIfAborted();
+    const learned = outcome && learn(obs, current.status ?? {}, outcome);
     if (learned && !isDeepStrictEqual(learned, current.status ?? {})) {
       const transition = transitionEvent(current.status ?? {}, learned);
       const { namespace, name } = current.metadata;

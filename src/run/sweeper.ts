@@ -18,7 +18,7 @@
 // Retry-After, unreachable answers or unusable key never hold back or stop another's sweep.
 import type { Logger } from '../log.ts';
 import { isRunpodError, type Pod } from '../runpod/index.ts';
-import { accountIdOf, type Accounts, type KnownAccount } from './accounts.ts';
+import { accountIdOf, type Accounts, type KnownAccount } from './memory/accounts.ts';
 import { ownsPod, type Owner } from './ownership.ts';
 import { POD_ENV } from '../pod/protocol.ts';
 

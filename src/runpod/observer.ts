@@ -2,7 +2,6 @@
 // pods from the last snapshot instead of each asking Runpod (v2 allows ~60 calls a minute). A list
 // another caller took of the same account (the sweeper's) is offered to it too.
 import type { Logger } from '../log.ts';
-import { POD_ENV } from '../pod/protocol.ts';
 import type { RunpodClient } from './client.ts';
 import { systemClock, type Clock, type TimerHandle } from './clock.ts';
 import { isRunpodError } from './errors.ts';
@@ -25,7 +24,8 @@ const SPENDING = new Set(['PROVISIONING', 'STARTING', 'RUNNING', 'UNKNOWN']);
 
 export interface PodObserverOptions {
   client: RunpodClient;
-  clusterId: string;
+  /** The run a pod belongs to (by its markers; the caller knows them), or undefined: not ours, whatever its name. */
+  runOf: (pod: Pod) => string | undefined;
   pollIntervalMs: number;
   logger: Logger;
   /** Called with the run UIDs whose pods changed (appeared, went, or changed state or endpoint). */
@@ -163,9 +163,7 @@ export class PodObserver {
     if (this.#snapshot && listedAt < this.#snapshot.listedAt) return;
     const byRun = new Map<string, Pod[]>();
     for (const pod of pods) {
-      // A pod without our cluster's marker is never ours, whatever its name.
-      if (pod.env[POD_ENV.cluster] !== this.#options.clusterId) continue;
-      const uid = pod.env[POD_ENV.run];
+      const uid = this.#options.runOf(pod);
       if (!uid) continue;
       byRun.set(uid, [...(byRun.get(uid) ?? []), pod]);
     }

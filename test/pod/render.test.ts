@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { IMAGE_REQUIREMENTS, POD_ENV, POD_FILES, podPath } from '../../src/pod/protocol.ts';
 import { BOOTSTRAP_SCRIPT, WATCHDOG_SCRIPT, minifyScript, renderPodArgs, renderPodEnv, type PodEnvInput } from '../../src/pod/render.ts';
 import { parseSpec, type RunpodRun } from '../../src/api/runpodrun.ts';
-import { buildCreatePodRequest } from '../../src/run/pod-request.ts';
+import { buildCreatePodRequest } from '../../src/run/act/pod-request.ts';
 import { generateRunKeys } from '../../src/ssh/index.ts';
 import { splitArgs } from '../runpod-sim/argv.ts';
 import { SHELLS, run } from './helpers.ts';

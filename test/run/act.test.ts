@@ -5,19 +5,20 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { RunpodRun } from '../../src/api/runpodrun.ts';
 import type { RunpodRunStatus } from '../../src/api/status.ts';
-import { act, type ActContext } from '../../src/run/act.ts';
-import { applyCreateOutcome, decide } from '../../src/run/decide.ts';
-import type { JobHost } from '../../src/run/job-host.ts';
-import type { Action, Observation } from '../../src/run/model.ts';
-import type { PodBackend } from '../../src/run/pod-backend.ts';
-import type { RunApi } from '../../src/run/run-api.ts';
-import { RunEvidence } from '../../src/run/run-evidence.ts';
-import { SpendRoom, claimVisibleAfterMs, figuresFreshForMs, spendPriceKey } from '../../src/run/spend-room.ts';
+import { act, type ActContext } from '../../src/run/act/act.ts';
+import { applyCreateOutcome, decide, learn } from '../../src/run/decide/decide.ts';
+import type { JobHost } from '../../src/run/ports/job-host.ts';
+import type { Action, Observation } from '../../src/run/decide/model.ts';
+import type { PodBackend } from '../../src/run/ports/pod-backend.ts';
+import type { RunApi } from '../../src/run/ports/run-api.ts';
+import { RunEvidence } from '../../src/run/memory/evidence.ts';
+import { SpendRoom, spendPriceKey } from '../../src/run/memory/spend-room.ts';
 import type { GpuTypeOffer } from '../../src/runpod/catalog.ts';
 import { RunpodError, type RunpodErrorKind } from '../../src/runpod/index.ts';
 import { podSchema } from '../../src/runpod/schemas.ts';
 import { HostKeyMismatchError } from '../../src/ssh/errors.ts';
 import { at, observe, readyStatus, spec, ssh, t0 } from './fixture.ts';
+import { claimVisibleAfterMs, figuresFreshForMs } from '../../src/run/decide/timings.ts';
 
 /** What act "learned" at: later than the observation, so a row sees which clock act used. */
 const actedAt = at(7);
@@ -93,13 +94,19 @@ function harness(options: HarnessOptions = {}): Harness {
 
 const priceOf = (gpuType: string): string => spendPriceKey(gpuType, spec().spec);
 
+/** The step, then what the reconciler writes of its answer (learn() on the status the step ran under). */
+async function actAndLearn(action: Action, ctx: ActContext): Promise<RunpodRunStatus | undefined> {
+  const outcome = await act(action, ctx);
+  return outcome && learn(ctx.obs, ctx.run.status ?? {}, outcome);
+}
+
 /** The status decide writes before the first create: attempt r-1 on type A, unanswered. */
 const beforeCreate = (): RunpodRunStatus => decide(observe()).status;
 const createAction: Action = { type: 'createPod', attemptName: 'r-1', attemptNumber: 1, gpuType: 'A' };
 
 async function create(answer: () => Promise<unknown>, pods: Partial<PodBackend> = {}): Promise<{ status: RunpodRunStatus; h: Harness }> {
   const h = harness({ status: beforeCreate(), pods: { createPod: answer as PodBackend['createPod'], ...pods } });
-  const status = await act(createAction, h.ctx);
+  const status = await actAndLearn(createAction, h.ctx);
   assert.ok(status, 'a create always returns the status it learned');
   assert.deepEqual(h.calls, ['build r-1 #1 A', 'refreshPods']);
   return { status, h };
@@ -167,7 +174,7 @@ async function createsOfThree(status: RunpodRunStatus, obs: Partial<Observation>
     (h.ctx.run.metadata as { uid: string }).uid = uid;
     return h;
   });
-  const statuses = await Promise.all(runs.map((h) => act(createAction, h.ctx)));
+  const statuses = await Promise.all(runs.map((h) => actAndLearn(createAction, h.ctx)));
   return { posts, statuses };
 }
 
@@ -384,7 +391,7 @@ const probeAction: Action = { type: 'probeSsh', podId: 'p1', host: ssh.host, por
 test('probeSsh: ready sets PodReady and moves to Running', async () => {
   let target: unknown;
   const h = probing((t) => { target = t; return Promise.resolve(); });
-  const status = await act(probeAction, h.ctx);
+  const status = await actAndLearn(probeAction, h.ctx);
   assert.deepEqual(target, { host: ssh.host, port: ssh.port, keys });
   assert.equal(status?.phase, 'Running');
   assert.equal(status?.conditions?.find((c) => c.type === 'PodReady')?.status, 'True');
@@ -393,7 +400,7 @@ test('probeSsh: ready sets PodReady and moves to Running', async () => {
 
 test('probeSsh: untrusted (another host key) stays Provisioning/WaitingForSsh and says so', async () => {
   const h = probing(() => Promise.reject(new HostKeyMismatchError('SHA256:pinned', 'SHA256:other', `${ssh.host}:${ssh.port}`)));
-  const status = await act(probeAction, h.ctx);
+  const status = await actAndLearn(probeAction, h.ctx);
   assert.equal(status?.phase, 'Provisioning');
   assert.equal(status?.reason, 'WaitingForSsh');
   assert.match(status?.message ?? '', /not the pinned one/);

@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { RunpodRunStatus } from '../../src/api/status.ts';
-import { decide } from '../../src/run/decide.ts';
-import type { Observation } from '../../src/run/model.ts';
+import { decide } from '../../src/run/decide/decide.ts';
+import type { Observation } from '../../src/run/decide/model.ts';
 import { at, observe as observeAt0, pod, readyStatus, spec, ssh, state, unixAt } from './fixture.ts';
 
 const invalid = {

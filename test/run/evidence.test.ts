@@ -3,9 +3,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { RunpodRunStatus } from '../../src/api/status.ts';
-import { applyCreateOutcome, decide } from '../../src/run/decide.ts';
-import type { Deletion, Observation } from '../../src/run/model.ts';
-import { RunEvidence } from '../../src/run/run-evidence.ts';
+import { applyCreateOutcome, decide } from '../../src/run/decide/decide.ts';
+import type { Deletion, Observation } from '../../src/run/decide/model.ts';
+import { RunEvidence } from '../../src/run/memory/evidence.ts';
 import * as fixture from './fixture.ts';
 import { at, pod } from './fixture.ts';
 

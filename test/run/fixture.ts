@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { parseSpec, type SpecVerdict } from '../../src/api/runpodrun.ts';
 import type { RunpodRunStatus } from '../../src/api/status.ts';
 import type { PodState } from '../../src/pod/index.ts';
-import { applyCreateOutcome, applyProbeOutcome, decide } from '../../src/run/decide.ts';
-import type { Observation, PodView } from '../../src/run/model.ts';
+import { applyCreateOutcome, applyProbeOutcome, decide } from '../../src/run/decide/decide.ts';
+import type { Observation, PodView } from '../../src/run/decide/model.ts';
 
 export const t0 = new Date('2026-12-01T12:00:00Z');
 /** `seconds` after t0. */

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { RunpodRun } from '../../src/api/runpodrun.ts';
 import type { RunpodRunStatus } from '../../src/api/status.ts';
-import { RunApi } from '../../src/run/run-api.ts';
+import { RunApi } from '../../src/run/ports/run-api.ts';
 import { rpr, testRun } from '../kube/helpers.ts';
 import { createTestNamespace, testCluster } from '../support/cluster.ts';
 

@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { RunpodRunStatus } from '../../src/api/status.ts';
-import { applyCreateOutcome, decide } from '../../src/run/decide.ts';
-import type { Observation, PodView } from '../../src/run/model.ts';
+import { applyCreateOutcome, decide } from '../../src/run/decide/decide.ts';
+import type { Observation, PodView } from '../../src/run/decide/model.ts';
 import { at, observe, pod, t0 } from './fixture.ts';
 
 /** The first create was sent at t0 and its answer lost (a timeout). */

@@ -4,7 +4,7 @@
 // before T + 2 s x 2^failures (at most 60 s); the reconcile in between waits, saying what was found.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { applyRetrievalOutcome, decide } from '../../src/run/decide.ts';
+import { applyRetrievalOutcome, decide } from '../../src/run/decide/decide.ts';
 import { at, observe, pod, readyStatus, ssh, state } from './fixture.ts';
 
 const exited = state({}, { status: 'exited', startedAt: 1, endedAt: 2, exitCode: 0 });

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import type { RunpodRunStatus } from '../../src/api/status.ts';
 import { registerSecret } from '../../src/log.ts';
-import { RunApi } from '../../src/run/run-api.ts';
+import { RunApi } from '../../src/run/ports/run-api.ts';
 import { rpr, testRun } from '../kube/helpers.ts';
 import { createTestNamespace, testCluster } from '../support/cluster.ts';
 

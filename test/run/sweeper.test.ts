@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createLogger, type Logger } from '../../src/log.ts';
 import { POD_ENV } from '../../src/pod/protocol.ts';
-import { Accounts } from '../../src/run/accounts.ts';
+import { Accounts } from '../../src/run/memory/accounts.ts';
 import { installScope } from '../../src/run/ownership.ts';
 import { Sweeper, type StrayPod, type SweeperOptions } from '../../src/run/sweeper.ts';
 import { createRunpodClient, type RunpodClient } from '../../src/runpod/index.ts';

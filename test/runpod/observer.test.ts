@@ -7,13 +7,14 @@ import type { RunpodClient } from '../../src/runpod/client.ts';
 import { RunpodError } from '../../src/runpod/errors.ts';
 import { PodObserver } from '../../src/runpod/observer.ts';
 import { FakeClock } from './fake-clock.ts';
+import { runOfPod } from '../../src/run/ownership.ts';
 
 test('refreshSoon during a burst lists within a fifth of the interval of the first call, whatever follows', async () => {
   mock.timers.enable({ apis: ['setTimeout', 'Date'] });
   try {
     let lists = 0;
     const client = { listPods: () => { lists += 1; return Promise.resolve([]); } } as unknown as RunpodClient;
-    const observer = new PodObserver({ client, clusterId: 'c', pollIntervalMs: 10_000, logger: createLogger('silent'), onChange: () => {} });
+    const observer = new PodObserver({ client, runOf: runOfPod('c'), pollIntervalMs: 10_000, logger: createLogger('silent'), onChange: () => {} });
     observer.start();
     await flush();
     assert.equal(lists, 1, 'the first list at start');
@@ -40,7 +41,7 @@ test('refreshSoon never postpones a list due sooner', async () => {
   try {
     let lists = 0;
     const client = { listPods: () => { lists += 1; return Promise.resolve([]); } } as unknown as RunpodClient;
-    const observer = new PodObserver({ client, clusterId: 'c', pollIntervalMs: 1000, logger: createLogger('silent'), onChange: () => {} });
+    const observer = new PodObserver({ client, runOf: runOfPod('c'), pollIntervalMs: 1000, logger: createLogger('silent'), onChange: () => {} });
     observer.start();
     await flush();
     // The regular poll is due within 1.2 s; a refresh "soon" (at least 1 s) must not push it later.
@@ -60,7 +61,7 @@ test('a list offered by another caller is taken when it is newer than the snapsh
   let answer: (pods: unknown[]) => void = () => {};
   const client = { listPods: () => new Promise((resolve) => { answer = resolve; }) } as unknown as RunpodClient;
   const changes: string[][] = [];
-  const observer = new PodObserver({ client, clusterId: 'c', pollIntervalMs: 600_000, logger: createLogger('silent'), onChange: (uids) => changes.push(uids) });
+  const observer = new PodObserver({ client, runOf: runOfPod('c'), pollIntervalMs: 600_000, logger: createLogger('silent'), onChange: (uids) => changes.push(uids) });
   observer.start(); // its own first list is in flight (begun now)
   const offeredAt = new Date(Date.now() + 1000);
   observer.offer(offeredAt, [pod('p2')] as never);
@@ -83,7 +84,7 @@ test('refused lists are confirmed only when several in a row span a minute; a sn
   let answer: 'pods' | 401 | 403 = 401;
   const refusal = (status: 401 | 403) => new RunpodError({ kind: status === 401 ? 'unauthorized' : 'forbidden', operation: 'listPods', status, detail: status === 401 ? 'invalid bearer token' : 'access denied' });
   const client = { listPods: () => (answer === 'pods' ? Promise.resolve([pod]) : Promise.reject(refusal(answer))) } as unknown as RunpodClient;
-  const observer = new PodObserver({ client, clusterId: 'c', pollIntervalMs: 10_000, logger: createLogger('silent'), onChange: () => {}, clock });
+  const observer = new PodObserver({ client, runOf: runOfPod('c'), pollIntervalMs: 10_000, logger: createLogger('silent'), onChange: () => {}, clock });
   const startedAt = clock.now();
   observer.start();
   await clock.advance(0);

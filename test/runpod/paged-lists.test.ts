@@ -9,6 +9,7 @@ import { createRunpodClient } from '../../src/runpod/client.ts';
 import { PodObserver } from '../../src/runpod/observer.ts';
 import { FakeClock } from './fake-clock.ts';
 import { type FixtureServer, type Received, type Reply, startFixtureServer } from './fixture-server.ts';
+import { runOfPod } from '../../src/run/ownership.ts';
 
 const pod = (id: string, run: string) => ({ id, name: id, status: 'RUNNING', env: { RUNPOD_OPERATOR_CLUSTER: 'c', RUNPOD_OPERATOR_RUN: run } });
 const PAGE_1 = { pods: [pod('pod-a', 'uid-a')], pagination: { hasNextPage: true, nextCursor: 'c2' } };
@@ -44,7 +45,7 @@ test('a page that fails, or says more follow without a cursor, leaves the last w
   const changes: string[][] = [];
   const logLines: string[] = [];
   const logger = createLogger('warn', { write: (line: string) => { logLines.push(line); } });
-  const observer = new PodObserver({ client, clusterId: 'c', pollIntervalMs: 10_000, logger, onChange: (uids) => changes.push(uids), clock });
+  const observer = new PodObserver({ client, runOf: runOfPod('c'), pollIntervalMs: 10_000, logger, onChange: (uids) => changes.push(uids), clock });
   const failedLists = () => logLines.filter((line) => line.includes('listing pods failed')).length;
   const lists = () => server.received.filter((r) => !r.url.includes('cursor=')).length;
   try {

@@ -1,0 +1,168 @@
+// Carries out the one step decide() chose. Each step is a single call (Runpod through the pod
+// backend, SSH through the job host, or the API server); a step whose answer the status must record
+// returns it as an Outcome, which the reconciler hands to learn(). The create, the step with the most
+// outcomes, is create-pod.ts.
+import { registerSecret } from '../../log.ts';
+import { rankGpuTypes } from '../../runpod/index.ts';
+import { generateRunKeys, HostKeyMismatchError, isNotReadyYet, protectPrivateKey } from '../../ssh/index.ts';
+import type { Action } from '../decide/model.ts';
+import type { Outcome, ProbeOutcome } from '../decide/outcome.ts';
+import { noConnectionMessage, type JobHost } from '../ports/job-host.ts';
+import type { PodBackend } from '../ports/pod-backend.ts';
+import type { SshSecret } from '../ports/run-api.ts';
+import type { RunpodRunSpec } from '../../api/spec.ts';
+import type { ActContext } from './context.ts';
+import { createPod } from './create-pod.ts';
+import { abortRetrievalBeforeDelete, retrieve } from './retrieve.ts';
+import { resendUnconfirmedDeleteMs } from '../decide/timings.ts';
+
+export type { ActContext, ReconcilerMetrics, RetrievalPool } from './context.ts';
+export { podView } from './create-pod.ts';
+
+/** The step's answer, when the status must record it (learn() applies it); undefined when there is none. */
+export async function act(action: Action, ctx: ActContext): Promise<Outcome | undefined> {
+  switch (action.type) {
+    case 'none':
+      return undefined;
+    case 'addFinalizer':
+      await ctx.runs.setFinalizer(ctx.run, true);
+      return undefined;
+    case 'removeFinalizer':
+      await ctx.runs.setFinalizer(ctx.run, false);
+      return undefined;
+    case 'ensureSshKeys': {
+      const { client, host } = generateRunKeys(`runpod-operator-${ctx.run.metadata.uid}`);
+      await ctx.runs.createSshSecret(ctx.run, {
+        clientPrivateKey: client.privateKey, clientPublicKey: client.publicKey,
+        hostPrivateKey: host.privateKey, hostPublicKey: host.publicKey,
+      });
+      return undefined;
+    }
+    case 'readCatalog':
+      await readCatalog(ctx);
+      return undefined;
+    case 'createPod':
+      return createPod(ctx, requireAccount(ctx), action.attemptName, action.attemptNumber, action.gpuType);
+    case 'probeSsh':
+      return probeSsh(ctx, action.host, action.port);
+    case 'deletePod':
+      abortRetrievalBeforeDelete(ctx, action.podId);
+      await deletePod(ctx, action.podId);
+      return undefined;
+    case 'startPod':
+      await requireAccount(ctx).pods.startPod(action.podId, ctx.signal);
+      ctx.refreshPods();
+      return undefined;
+    case 'lookForGonePod':
+      await lookForGonePod(ctx, action.podId);
+      return undefined;
+    case 'setKeep':
+      await connectedHost(ctx).setKeep(action.keep);
+      return undefined;
+    case 'startJob': {
+      if (!ctx.jobInputs) throw new Error('the job\'s env and files could not all be read from the namespace');
+      const host = connectedHost(ctx);
+      await host.startJob(requireAccount(ctx).spec, ctx.jobInputs);
+      return undefined;
+    }
+    case 'cancelJob':
+      await connectedHost(ctx).cancelJob();
+      return undefined;
+    case 'retrieveResults':
+      return retrieve(ctx);
+    case 'renewRetrieveGrace':
+      await connectedHost(ctx).renewRetrieveGrace(action.seconds);
+      return undefined;
+  }
+}
+
+function connectedHost(ctx: ActContext): JobHost {
+  if (!ctx.jobHost.connected) throw new Error(noConnectionMessage);
+  return ctx.jobHost;
+}
+
+/** With gpu.auto and nothing in stock: how many out-of-stock types a capacity wait walks (each round sends one create per type). */
+const outOfStockCandidates = 3;
+
+async function readCatalog(ctx: ActContext): Promise<void> {
+  const { spec, pods } = requireAccount(ctx);
+  const auto = spec.gpu.auto ?? {};
+  const offers = await pods.catalog({ cloud: spec.cloud, gpuCount: spec.gpu.count }, ctx.signal);
+  const criteria = {
+    cloud: spec.cloud, gpuCount: spec.gpu.count, minVramGb: auto.minVramGb,
+    maxPricePerHour: auto.maxPricePerHour === undefined ? undefined : Number(auto.maxPricePerHour),
+    dataCenterIds: spec.dataCenterIds,
+  };
+  let ranked = rankGpuTypes(offers, criteria);
+  // Nothing in stock now: the cheapest few that fit are tried anyway, so the run waits for capacity
+  // (their refusals, rounds with backoff) instead of failing on a snapshot of stock.
+  if (ranked.length === 0) ranked = rankGpuTypes(offers, { ...criteria, includeOutOfStock: true }).slice(0, outOfStockCandidates);
+  ctx.evidence.recordCatalog(ctx.run.metadata.uid, ranked.map((offer) => ({ gpuType: offer.id })));
+}
+
+/**
+ * One pinned handshake. The host key is checked in the key exchange, before authentication, so a
+ * server holding another key (an image's own sshd) never sees our client key, let alone an env, a
+ * file or a job: it is reported (untrusted) and waited out like a refusal, until readyTimeoutSeconds.
+ */
+async function probeSsh(ctx: ActContext, host: string, port: number): Promise<Outcome | undefined> {
+  const keys = ctx.sshKeys;
+  if (!keys) return undefined;
+  let outcome: ProbeOutcome;
+  try {
+    await ctx.jobHost.probe({ host, port, keys }, ctx.signal);
+    ctx.metrics?.sshConnection('ok');
+    outcome = { kind: 'ready' };
+  } catch (error) {
+    ctx.signal?.throwIfAborted();
+    ctx.metrics?.sshConnection(error instanceof HostKeyMismatchError ? 'host_key_mismatch' : 'failed');
+    if (error instanceof HostKeyMismatchError) outcome = { kind: 'untrusted', message: error.message };
+    else if (isNotReadyYet(error)) outcome = { kind: 'notYet', message: String(error) };
+    else outcome = { kind: 'notYet', message: error instanceof Error ? error.message : String(error) };
+  }
+  // Not yet (refused, timed out): nothing to record; the next probe is decide's.
+  return outcome.kind === 'notYet' ? undefined : { step: 'probeSsh', result: outcome };
+}
+
+async function deletePod(ctx: ActContext, podId: string): Promise<void> {
+  const { pods } = requireClient(ctx);
+  const deletion = ctx.evidence.deletion(podId);
+  // Already gone is one look's worth of evidence, not proof.
+  if (await pods.deletePod(podId, ctx.signal) === 'notFound') deletion.notFoundLooks++;
+  deletion.sentAt = ctx.now();
+  ctx.evidence.recordDeletion(podId, deletion);
+  ctx.refreshPods();
+}
+
+async function lookForGonePod(ctx: ActContext, podId: string): Promise<void> {
+  const { pods } = requireClient(ctx);
+  const deletion = ctx.evidence.deletion(podId);
+  // Before the GET: a list started after this moment saw the pod after this look.
+  deletion.lookedAt = ctx.now();
+  if (await pods.lookForPod(podId, ctx.signal) === 'found') {
+    // Alive after all: the evidence restarts, and a delete that did not take is sent again.
+    deletion.notFoundLooks = 0;
+    if (deletion.sentAt && ctx.now().getTime() - deletion.sentAt.getTime() > resendUnconfirmedDeleteMs) delete deletion.sentAt;
+  } else {
+    deletion.notFoundLooks++;
+  }
+  ctx.evidence.recordDeletion(podId, deletion);
+}
+
+function requireClient(ctx: ActContext): { pods: PodBackend } {
+  if (!ctx.pods) throw new Error('no Runpod account for this run (credentials missing)');
+  return { pods: ctx.pods };
+}
+
+function requireAccount(ctx: ActContext): { pods: PodBackend; spec: RunpodRunSpec } {
+  if (!ctx.spec) throw new Error('the run has no valid spec');
+  return { ...requireClient(ctx), spec: ctx.spec };
+}
+
+/** Keys read from the owned Secret join the redaction set before anything could log them. */
+export function protectSshKeys(keys: SshSecret): void {
+  protectPrivateKey(keys.clientPrivateKey);
+  protectPrivateKey(keys.hostPrivateKey);
+  // The pod receives the host key base64-encoded in its create env: that form is secret too.
+  registerSecret(Buffer.from(keys.hostPrivateKey).toString('base64'));
+}

@@ -1,0 +1,179 @@
+// The pure heart of the reconciler: from what was observed, the status to write and the one next
+// step. No I/O, no clock but obs.now: every rule here is unit-tested state by state.
+//
+// Invariants it keeps:
+// - an attempt is in the status before its create is sent (the act writes status first);
+// - no create while an earlier pod of the run may still bill (strays and a deleting pod come first);
+// - a pod is forgotten only after its deletion is confirmed (404s and absence from a newer list);
+// - absence is evidence, never a reason to delete by itself.
+//
+// This file is the ordered chain of checks; the rules themselves live by concern in decide-*.ts
+// (provisioning, following, pod-gone, deletion, outcomes; step and cost are what they share).
+import { setCondition, conditionIs, isTerminal, observeGeneration } from './conditions.ts';
+import type { Decision, Observation, RunEvent } from './model.ts';
+import type { Reason, RunpodRunStatus } from '../../api/status.ts';
+import type { RunpodRunSpec } from '../../api/spec.ts';
+import { continueDeletions, afterTheEnd, cleanUpForDeletion, markStrays } from './deletion.ts';
+import { adoptAfterAmbiguousCreate, provision } from './provisioning.ts';
+import { followPod } from './following.ts';
+import { applyRetrievalOutcome } from './learn.ts';
+import { updateCost } from './cost.ts';
+import { done, everCreated, fail, markCurrentPodForDeletion, phase, step, wait, type Context, type Step } from './step.ts';
+import { cancelRetrieveBoundMs } from './timings.ts';
+
+export { applyCreateOutcome, applyProbeOutcome, applyRetrievalOutcome, learn } from './learn.ts';
+export type { CreateOutcome, Outcome, ProbeOutcome, RetrievalOutcome } from './outcome.ts';
+export { nextCandidate, podName } from './provisioning.ts';
+
+export function decide(obs: Observation): Decision {
+  const status = structuredClone(obs.status);
+  observeGeneration(status, obs.run.generation);
+  const ctx: Context = { obs, status, events: [] };
+  updateCost(ctx);
+  const decision = decideStep(ctx);
+  // Again: the step may have ended the pod's life (deletedAt), which fixes the final cost.
+  updateCost(ctx);
+  const transition = transitionEvent(obs.status, status);
+  return { ...decision, status, events: transition ? [...ctx.events, transition] : ctx.events };
+}
+
+/** The event a change of reason deserves (a Warning when the run failed). */
+export function transitionEvent(before: RunpodRunStatus, after: RunpodRunStatus): RunEvent | undefined {
+  if (after.reason === before.reason || !after.reason || !after.message) return undefined;
+  const warning = after.phase === 'Failed' || after.reason === 'CleanupBlocked';
+  return { type: warning ? 'Warning' : 'Normal', reason: after.reason, note: after.message };
+}
+
+function decideStep(ctx: Context): Step {
+  const { obs, status } = ctx;
+  if (obs.run.deleting) return cleanUpForDeletion(ctx);
+  // The first status written already says Reconciling: kstatus (Flux, kpt) reads a status without
+  // conditions as Current, i.e. done, before anything happened.
+  if (status.phase === undefined) phase(ctx, 'Pending', 'Created', 'the controller picked up the run; nothing is rented yet');
+  if (!obs.run.hasFinalizer) return step({ type: 'addFinalizer' });
+  if (isTerminal(status.phase)) return afterTheEnd(ctx);
+  if (!obs.spec.ok) return fail(ctx, 'InvalidSpec', obs.spec.message);
+  const spec = obs.spec.spec;
+  status.startTime ??= obs.now.toISOString();
+  if (!obs.credentials.found) {
+    const reason = obs.credentials.invalid ? 'CredentialsInvalid' : 'CredentialsMissing';
+    if (everCreated(status)) return guardWithoutCredentials(ctx, spec, { reason, cause: obs.credentials.message, until: 'until the key is back' });
+    phase(ctx, 'Pending', reason, obs.credentials.message);
+    return { action: { type: 'none' }, requeue: 'backoff' };
+  }
+  if (!obs.jobInputs.ok && !everCreated(status)) {
+    // Nothing is rented until everything the job needs exists.
+    phase(ctx, 'Pending', 'CredentialsMissing', obs.jobInputs.message);
+    return { action: { type: 'none' }, requeue: 'backoff' };
+  }
+  if (obs.sshSecretConflict) {
+    phase(ctx, status.phase ?? 'Pending', 'SshSecretConflict', obs.sshSecretConflict);
+    return { action: { type: 'none' }, requeue: 'backoff' };
+  }
+  if (!obs.sshKeysReady) return step({ type: 'ensureSshKeys' });
+  if (!obs.pods) {
+    const refusal = listRefusal(obs.credentials);
+    if (!refusal) return wait(1000);
+    // Only a run that never created a pod ends on the first refusal: one with a pod keeps it (and its
+    // guards) until the refusal is confirmed, as a fresh observer's first 401 may be a blip.
+    const refused = obs.credentials.refused;
+    if (!everCreated(status) || refused?.confirmed !== false) return fail(ctx, refusal.reason, refusal.message);
+    const seen = `${refused.lists} refused pod list${refused.lists === 1 ? '' : 's'} since ${refused.since.toISOString()}`;
+    return guardWithoutCredentials(ctx, spec, {
+      reason: refusal.reason, cause: `${refusal.message} (${seen})`,
+      until: 'until Runpod accepts the key again or the refusal is confirmed (refused lists over at least a minute)',
+    }, wait(obs.settings.pollIntervalMs));
+  }
+
+  adoptAfterAmbiguousCreate(ctx);
+  adoptStoredResults(ctx);
+  // A transfer that ended in the pool is taken before anything looks at the pod: the watchdog deletes a
+  // pod once its results are marked retrieved, so the pod may be gone, and what was verified must count.
+  if (obs.transfer?.state === 'settled' && !status.results?.retrievedAt) return step({ type: 'retrieveResults' });
+  markStrays(ctx);
+  // When the cancel was first seen (durable: its bound survives a restart).
+  if (spec.cancel) setCondition(status, 'CancelRequested', 'True', 'Cancelled', 'spec.cancel is set', obs.run.generation, obs.now);
+  if (spec.cancel && !cancelNeedsThePod(ctx, spec)) markCurrentPodForDeletion(ctx);
+  const deleting = continueDeletions(ctx);
+  if (deleting) return deleting;
+
+  const pod = status.pod;
+  const podAlive = pod?.id !== undefined && pod.state !== 'Deleted';
+  if (status.results?.retrievedAt && (!podAlive || spec.keepPod)) return finish(ctx);
+  if (spec.cancel && !podAlive) {
+    return fail(ctx, 'Cancelled', status.results?.retrievedAt
+      ? 'cancelled by spec.cancel; the results that existed were retrieved and the pod deleted'
+      : 'cancelled by spec.cancel; the pod was deleted');
+  }
+  if (!podAlive) return provision(ctx, spec);
+  return followPod(ctx, spec);
+}
+
+/**
+ * Results the store holds verified while the status records none (the status write after the commit
+ * was lost to a crash): they are this run's, so the run goes on as if that write had happened, rather
+ * than ending ResultsUnverified once the watchdog deletes the marked pod.
+ */
+function adoptStoredResults(ctx: Context): void {
+  const { obs, status } = ctx;
+  const stored = obs.storedResults;
+  if (!stored || status.results?.retrievedAt || !status.job?.finishedAt) return;
+  applyRetrievalOutcome(obs, status, { kind: 'verified', ...stored });
+}
+
+/** Runpod refused the account's pod list: 401 (the key is wrong or revoked) or 403 (it lacks a scope). */
+function listRefusal(credentials: Observation['credentials']): { reason: 'CredentialsRejected' | 'CredentialsInsufficient'; message: string } | undefined {
+  if (!credentials.found) return undefined;
+  if (credentials.rejected) return { reason: 'CredentialsRejected', message: 'Runpod rejected the API key (401) when listing pods' };
+  if (credentials.insufficient) return { reason: 'CredentialsInsufficient', message: credentials.insufficient };
+  return undefined;
+}
+
+/**
+ * The key cannot be used (gone, malformed, or refused and not confirmed yet) while the run may have
+ * a pod (a create was sent): the run keeps its phase, and the deadline (+ margin) and the cost cap
+ * still end it and delete the pod (with the last usable key, when the act has one); nothing else
+ * happens until the key is usable (`idle`: when to look again).
+ */
+function guardWithoutCredentials(ctx: Context, spec: RunpodRunSpec, unusable: { reason: Reason; cause: string; until: string }, idle: Step = { action: { type: 'none' }, requeue: 'backoff' }): Step {
+  const { obs, status } = ctx;
+  const pod = status.pod;
+  const { reason, cause, until } = unusable;
+  phase(ctx, status.phase ?? 'Provisioning', reason, `${cause}; the run keeps its pod and its limits ${until}`);
+  if (pod?.id && pod.state !== 'Deleted' && pod.state !== 'Deleting') {
+    const cap = spec.limits.maxCostUsd;
+    if (obs.now.getTime() > Date.parse(pod.deadline ?? '') + obs.settings.deadlineMarginMs) {
+      fail(ctx, 'DeadlineExceeded', `the pod outlived spec.limits.maxRuntimeSeconds (${spec.limits.maxRuntimeSeconds}s) while the key could not be used (${cause}); deleted by the controller`);
+    } else if (cap !== undefined && Number(status.estimatedCostUsd ?? 0) >= Number(cap)) {
+      fail(ctx, 'CostCapReached', `the estimated spend ${status.estimatedCostUsd ?? '0'} USD reached spec.limits.maxCostUsd (${cap}) while the key could not be used (${cause}); deleted by the controller`);
+    }
+  }
+  return continueDeletions(ctx) ?? idle;
+}
+
+/**
+ * A cancelled run whose job started keeps its pod until what results exist are retrieved: a few tries,
+ * and never longer than retrieveGraceSeconds or 10 minutes (the shorter) after the cancel was seen,
+ * whatever happens meanwhile (SSH down, retrieval throwing): a cancel stops the billing.
+ */
+function cancelNeedsThePod(ctx: Context, spec: RunpodRunSpec): boolean {
+  const { status, obs } = ctx;
+  const since = Date.parse(status.conditions?.find((c) => c.type === 'CancelRequested')?.lastTransitionTime ?? obs.now.toISOString());
+  const bound = Math.min(spec.limits.retrieveGraceSeconds * 1000, cancelRetrieveBoundMs);
+  return conditionIs(status, 'PodReady') && status.job?.startedAt !== undefined
+    && !status.results?.retrievedAt && obs.retrievalFailures < 3 && obs.now.getTime() <= since + bound;
+}
+
+/** Results verified and the pod gone (or kept): Succeeded on exit 0, JobFailed otherwise. */
+function finish(ctx: Context): Step {
+  const { status } = ctx;
+  const code = status.job?.exitCode;
+  const where = status.results?.location ?? '';
+  const kept = status.pod?.state !== 'Deleted' ? ` (pod ${status.pod?.name ?? ''} kept: keepPod)` : '';
+  if (ctx.obs.spec.ok && ctx.obs.spec.spec.cancel) return fail(ctx, 'Cancelled', `cancelled by spec.cancel; results retrieved to ${where}`);
+  if (code === 0) {
+    phase(ctx, 'Succeeded', 'Succeeded', `the job exited 0; ${status.results?.files ?? 0} verified result files in ${where}${kept}`);
+    return done;
+  }
+  return fail(ctx, 'JobFailed', `the job exited with code ${code ?? 'unknown'}; results retrieved to ${where}${kept}`);
+}

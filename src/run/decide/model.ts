@@ -1,0 +1,132 @@
+// What a reconcile sees (Observation) and what it decides (Decision). decide() maps one to the
+// other without I/O; observe() builds the first, act() carries out the second.
+import type { SpecVerdict } from '../../api/runpodrun.ts';
+import type { PodState } from '../../pod/job.ts';
+import type { Reason, RunpodRunStatus } from '../../api/status.ts';
+
+/** One Runpod pod of this run, as the account's shared pod list last showed it. */
+export interface PodView {
+  id: string;
+  name: string;
+  status: string;
+  gpuType?: string;
+  gpuCount?: number;
+  dataCenterId?: string;
+  costPerHour?: number;
+  createdAt?: string;
+  /** ssh.direct, present once port 22 is mapped. */
+  ssh?: { host: string; port: number };
+}
+
+/** A GPU type the run may try, in the order it is tried. */
+export interface GpuCandidate { gpuType: string; pricePerHour?: number }
+
+export interface Observation {
+  now: Date;
+  run: {
+    name: string;
+    namespace: string;
+    uid: string;
+    generation: number;
+    deleting: boolean;
+    hasFinalizer: boolean;
+    skipCleanup: boolean;
+  };
+  spec: SpecVerdict;
+  status: RunpodRunStatus;
+  /**
+   * found: the Secret has the key; rejected: Runpod answered 401 to it; insufficient: Runpod refused
+   * the pod list with a 403 about the key (a scope it lacks), naming what was refused; refused: how
+   * many lists in a row were refused since when, and whether that confirms the refusal. Not found:
+   * the Secret or its key is missing, or (invalid) holds something that is no API key.
+   */
+  credentials: { found: true; rejected?: boolean; insufficient?: string; refused?: RefusedLists } | { found: false; invalid?: boolean; message: string };
+  sshKeysReady: boolean;
+  /** Set when `<run>-ssh` exists but is not owned by this run (a user's own Secret): never overwritten or adopted. */
+  sshSecretConflict?: string;
+  /** The account's pod list, filtered to this run's marker; undefined until the first list arrived. */
+  pods?: { listedAt: Date; items: PodView[] };
+  /** For gpu.auto: the candidates from one catalog read; undefined until read. */
+  catalog?: GpuCandidate[];
+  /** What this process did to delete pods, and the 404s it saw since (evidence they are gone). */
+  deletions: Record<string, Deletion>;
+  /** What the job needs from the namespace (env and file references): checked before any pod is rented. */
+  jobInputs: { ok: true } | { ok: false; message: string };
+  /** The pod's state read over SSH this reconcile (ready pods only); undefined when not read or unreachable. */
+  podState?: PodState;
+  /** What is known about the account's spend limit, once a create of this run was refused by it. */
+  spend?: SpendFacts;
+  /** Failed retrieval tries of this run in this process. */
+  retrievalFailures: number;
+  /** When the last of them failed (the next waits its backoff from then); absent: none, or not known. */
+  lastRetrievalFailureAt?: Date;
+  /**
+   * Verified results this run's store already holds although the status records none: a controller
+   * that committed them (and marked them retrieved on the pod) died before its status write. Read only
+   * while the status lacks results after the job ended.
+   */
+  storedResults?: StoredResults;
+  /** This run's retrieval in the transfer pool (transfers.ts): waiting for a slot, running, or ended and not yet applied. */
+  transfer?: { state: 'queued'; ahead: number } | { state: 'running' } | { state: 'settled' };
+  settings: DecideSettings;
+}
+
+/**
+ * The account's pod lists Runpod refused (401/403) in a row, none accepted between: confirmed once they
+ * are several over at least a minute (a fresh observer's first 401 after a restart is evidence only).
+ */
+export interface RefusedLists { lists: number; since: Date; confirmed: boolean }
+
+/** granted: the create may go (the claim stands, memory/spend-room.ts); otherwise why it waits. */
+export type SpendClaim = 'granted' | 'refused-lately' | 'claimed' | 'no-room';
+
+/** USD per hour: the account's limit, what its running pods cost, what the refused pod would cost. */
+export interface SpendFacts { limitUsdPerHour?: number; runningUsdPerHour?: number; podUsdPerHour?: number }
+
+/** `path`: which path carried the bytes into object storage (absent for the controller's disk). */
+export interface StoredResults { files: number; bytes: number; location: string; verifiedAt: Date; path?: 'direct' | 'controller' }
+
+/**
+ * sentAt: when this process sent the pod's delete; notFoundLooks: GETs in a row that answered 404
+ * (since the delete, or since a list last showed the pod); lookedAt: when the last GET was sent.
+ */
+export interface Deletion { sentAt?: Date; notFoundLooks: number; lookedAt?: Date }
+
+export interface DecideSettings {
+  /** How long after an ambiguous create a pod list must be before absence counts. */
+  ambiguousLookupMs: number;
+  /** The controller's own guard: a pod still alive this long past its deadline is deleted by us. */
+  deadlineMarginMs: number;
+  /** GETs answering 404 needed before a pod is taken as gone. */
+  goneLooks: number;
+  pollIntervalMs: number;
+}
+
+export type Action =
+  | { type: 'none' }
+  | { type: 'addFinalizer' }
+  | { type: 'removeFinalizer' }
+  | { type: 'ensureSshKeys' }
+  | { type: 'readCatalog' }
+  | { type: 'createPod'; attemptName: string; gpuType: string; attemptNumber: number }
+  | { type: 'probeSsh'; podId: string; host: string; port: number }
+  | { type: 'deletePod'; podId: string }
+  | { type: 'startPod'; podId: string }
+  | { type: 'lookForGonePod'; podId: string }
+  | { type: 'setKeep'; keep: boolean }
+  | { type: 'startJob' }
+  | { type: 'cancelJob' }
+  | { type: 'retrieveResults' }
+  /** While a transfer waits or moves: the pod's retrieve grace is extended to this many seconds from now (retrieve.until). */
+  | { type: 'renewRetrieveGrace'; seconds: number };
+
+export interface RunEvent { type: 'Normal' | 'Warning'; reason: Reason; note: string }
+
+export interface Decision {
+  /** The status to write before the action runs (intent before side effect). */
+  status: RunpodRunStatus;
+  action: Action;
+  /** When to look again; 'backoff' = the queue's per-key exponential backoff. */
+  requeue: { afterMs: number } | 'backoff' | 'none';
+  events: RunEvent[];
+}

@@ -1,0 +1,31 @@
+// What a step of act() answered, for learn(): the one vocabulary act and decide share. act returns an
+// Outcome and imports nothing of decide's logic; the reconciler hands it to learn() once.
+import type { PodView, SpendClaim, SpendFacts } from './model.ts';
+
+export type Outcome =
+  | { step: 'createPod'; attemptName: string; result: CreateOutcome }
+  | { step: 'probeSsh'; result: ProbeOutcome }
+  | { step: 'retrieveResults'; result: RetrievalOutcome };
+
+export type CreateOutcome =
+  | { kind: 'created'; pod: PodView }
+  | { kind: 'capacity'; message: string }
+  /** lostAt: when the call ended without a usable answer (after the POST, not before it). */
+  | { kind: 'ambiguous'; message: string; lostAt: Date }
+  | { kind: 'failed'; reason: 'InsufficientBalance' | 'InvalidSpec' | 'CredentialsRejected' | 'CredentialsInsufficient'; message: string }
+  /** A 429: nothing was created; sent again after Retry-After. */
+  | { kind: 'rate-limited'; message: string; retryAfterMs?: number | undefined }
+  /** The account spend limit: nothing was created; the run waits for room (figures as far as known). */
+  | { kind: 'spend-limit'; message: string; spend?: SpendFacts | undefined }
+  | HeldBack;
+
+/** Not sent under the spend limit: the room the list shows is claimed by another run, or was refused lately (figures as judged). */
+export interface HeldBack { kind: 'held-back'; why: Exclude<SpendClaim, 'granted'>; spend: SpendFacts }
+
+export type ProbeOutcome = { kind: 'ready' } | { kind: 'untrusted'; message: string } | { kind: 'notYet'; message: string };
+
+export type RetrievalOutcome =
+  /** `path`: which path carried the bytes into object storage (absent for the controller's disk). */
+  | { kind: 'verified'; files: number; bytes: number; location: string; verifiedAt: Date; path?: 'direct' | 'controller' }
+  | { kind: 'unverified'; message: string }
+  | { kind: 'tooLarge'; message: string };

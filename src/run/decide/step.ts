@@ -1,0 +1,33 @@
+// What every part of decide shares: the context a decision is made in, the step it returns, and the
+// status edits every rule may end with (a phase, a failure that deletes the pod).
+import { setPhase } from './conditions.ts';
+import type { Action, Decision, Observation, RunEvent } from './model.ts';
+import type { Phase, Reason, RunpodRunStatus } from '../../api/status.ts';
+
+export interface Context {
+  obs: Observation;
+  status: RunpodRunStatus;
+  events: RunEvent[];
+}
+
+export type Step = Omit<Decision, 'status' | 'events'>;
+export const step = (action: Action, afterMs = 0): Step => ({ action, requeue: { afterMs } });
+export const wait = (afterMs: number): Step => ({ action: { type: 'none' }, requeue: { afterMs } });
+export const done: Step = { action: { type: 'none' }, requeue: 'none' };
+
+export function phase(ctx: Context, value: Phase, reason: Reason, message: string): void {
+  setPhase(ctx.status, value, reason, message, ctx.obs.run.generation, ctx.obs.now);
+}
+
+export function fail(ctx: Context, reason: Reason, message: string): Step {
+  phase(ctx, 'Failed', reason, message);
+  if (ctx.status.pod?.id && ctx.status.pod.state !== 'Deleted') markCurrentPodForDeletion(ctx);
+  return step({ type: 'none' });
+}
+
+export function markCurrentPodForDeletion(ctx: Context): void {
+  const pod = ctx.status.pod;
+  if (pod?.id && pod.state !== 'Deleted' && pod.state !== 'Deleting') pod.state = 'Deleting';
+}
+
+export const everCreated = (status: RunpodRunStatus): boolean => (status.attempts?.length ?? 0) > 0;
