@@ -25,6 +25,10 @@ test: setup verify ## The whole suite (real kube-apiserver, kubectl, sshd, simul
 
 ##@ Development
 
+.PHONY: test-unit
+test-unit: node-modules ## The pure tests only (no server, no pod): *.unit.test.ts, in well under a minute
+	npm run -s test:unit
+
 .PHONY: setup
 setup: ## Install what is missing: Debian packages, node_modules (npm ci), kube-apiserver + etcd (cached)
 	bash hack/setup.sh
@@ -37,8 +41,10 @@ node-modules:
 verify: lint verify-manifests ## Lint, and fail when crds/ is stale against src/api
 
 .PHONY: lint
-lint: node-modules ## Type-check (strict) and lint
+lint: node-modules ## Type-check (strict), lint, and shellcheck the pod's scripts
 	npm run check
+	@command -v shellcheck >/dev/null || { echo "shellcheck is missing: run 'bash hack/setup.sh packages' (Debian package shellcheck)" >&2; exit 1; }
+	shellcheck -s sh src/pod/*.sh
 
 .PHONY: manifests
 manifests: node-modules ## Regenerate crds/ from the zod schemas in src/api

@@ -10,8 +10,8 @@ export DEBIAN_FRONTEND=noninteractive PATH="$PATH:/usr/local/go/bin"
 
 # The one list of the Debian packages the project needs: the simulator's pods (sshd, socat relays,
 # namespaces from util-linux, ip from iproute2, a POSIX sh, tar and the coreutils its bootstrap runs),
-# the tests (ssh, curl, procps), the watchdog's fallback HTTP clients (wget, python3), the Argo CD health check's tests (lua5.4), and make itself.
-PACKAGES=(make openssh-server openssh-client socat curl wget python3 iproute2 util-linux dash tar coreutils findutils procps lua5.4)
+# the tests (ssh, curl, procps), the watchdog's fallback HTTP clients (wget, python3), the Argo CD health check's tests (lua5.4), make lint's shellcheck, and make itself.
+PACKAGES=(make openssh-server openssh-client socat curl wget python3 iproute2 util-linux dash tar coreutils findutils procps lua5.4 shellcheck)
 
 say() { echo "setup: $*" >&2; }
 fail() { echo "setup: $*" >&2; exit 1; }

@@ -105,7 +105,7 @@ if [ "${owner%% *}" != "$POD_ID" ]; then
   fi
   # State under another pod's name (an image that ships one) is not this pod's.
   if [ "${mine%% *}" != "$POD_ID" ]; then
-    rm -rf "$POD"/* 2>/dev/null
+    rm -rf "${POD:?}"/* 2>/dev/null
     put "$POD/pod" "$POD_ID $(now)"
   fi
 else
@@ -113,7 +113,7 @@ else
   if [ "${mine%% *}" != "$POD_ID" ]; then
     # The state went with the container disk (Runpod wipes it on a restart): whether a job ran is
     # unknown, so it counts as started and lost, and none starts again on this pod.
-    rm -rf "$POD"/* 2>/dev/null
+    rm -rf "${POD:?}"/* 2>/dev/null
     put "$POD/pod" "$owner"
     log 'the job died with the previous container (its state went with the container disk; no job starts again)'
     put "$POD/job.started" "$(now)"
@@ -205,11 +205,15 @@ listening22() {
 # the pinned key. The listener is found by its socket's inode (/proc/net/tcp*), its process by that
 # inode among /proc/*/fd (POSIX `ls -l` shows a link's target). Never PID 1 or this shell.
 stop_listeners22() {
+  # Inodes are single words: a word loop is exactly right here (SC2013).
+  # shellcheck disable=SC2013
   for inode in $(cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$2 ~ /:0016$/ && $4 == "0A" { print $10 }'); do
     for fds in /proc/[0-9]*/fd; do
       pid=${fds#/proc/}
       pid=${pid%/fd}
       case $pid in 1 | "$$") continue ;; esac
+      # POSIX has no readlink(1); `ls -l` of an fd directory shows each link's target (SC2010).
+      # shellcheck disable=SC2010
       if ls -l "$fds" 2>/dev/null | grep -q "socket:\[$inode\]"; then
         log "stopping the image's own listener on port 22 (pid $pid)"
         kill "$1" "$pid" 2>/dev/null

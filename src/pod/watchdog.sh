@@ -139,7 +139,7 @@ http_wget() {
 
 # Whole seconds of a Retry-After header among the headers on stdin (an HTTP date is not used: backoff instead).
 retry_after() {
-  tr -d '\r' | tr 'A-Z' 'a-z' | sed -n 's/^retry-after:[[:space:]]*\([0-9][0-9]*\)[[:space:]]*$/\1/p' | tail -n 1
+  tr -d '\r' | tr '[:upper:]' '[:lower:]' | sed -n 's/^retry-after:[[:space:]]*\([0-9][0-9]*\)[[:space:]]*$/\1/p' | tail -n 1
 }
 
 # api METHOD PATH [JSON]: sets API_CODE (000 = no answer), API_RC (the client's exit code), API_HEADERS

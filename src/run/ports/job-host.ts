@@ -1,7 +1,7 @@
 // The SSH side of act(), behind one small interface: probe the pod's sshd, and over the reconcile's
 // one connection read the pod's state, set keepPod, start the job, cancel it, extend the retrieve grace. The implementation
 // over job-steps.ts binds the connection and the run's directories on the pod; act's table tests
-// run on a fake (test/run/act.test.ts). Retrieval is not here: it is retrieve.ts's (the transfer pool).
+// run on a fake (test/run/act/act.unit.test.ts). Retrieval is not here: it is retrieve.ts's (the transfer pool).
 import type { RunpodRunSpec } from '../../api/spec.ts';
 import type { PodState } from '../../pod/index.ts';
 import { connectPinned, type SshConnection } from '../../ssh/index.ts';

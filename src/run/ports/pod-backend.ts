@@ -1,7 +1,7 @@
 // The Runpod side of act(), behind one small interface (crossplane-runtime's external client): the
 // catalog, a create, a delete, a start, a look for a pod that may be gone, the account's spend limit. act
 // judges what the answers mean; the implementation over the Runpod client only makes the calls, so
-// act's table tests run on a fake (test/run/act.test.ts).
+// act's table tests run on a fake (test/run/act/act.unit.test.ts).
 import { isRunpodError, type CallOptions, type CreatePodRequest, type GpuTypeOffer, type Pod, type RunpodClient } from '../../runpod/index.ts';
 import type { RunpodRunSpec } from '../../api/spec.ts';
 

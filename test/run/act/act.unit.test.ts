@@ -3,22 +3,22 @@
 // implementations do (RunpodError kinds, 'notFound'/'missing', HostKeyMismatchError).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { RunpodRun } from '../../src/api/runpodrun.ts';
-import type { RunpodRunStatus } from '../../src/api/status.ts';
-import { act, type ActContext } from '../../src/run/act/act.ts';
-import { applyCreateOutcome, decide, learn } from '../../src/run/decide/decide.ts';
-import type { JobHost } from '../../src/run/ports/job-host.ts';
-import type { Action, Observation } from '../../src/run/decide/model.ts';
-import type { PodBackend } from '../../src/run/ports/pod-backend.ts';
-import type { RunApi } from '../../src/run/ports/run-api.ts';
-import { RunEvidence } from '../../src/run/memory/evidence.ts';
-import { SpendRoom, spendPriceKey } from '../../src/run/memory/spend-room.ts';
-import type { GpuTypeOffer } from '../../src/runpod/catalog.ts';
-import { RunpodError, type RunpodErrorKind } from '../../src/runpod/index.ts';
-import { podSchema } from '../../src/runpod/schemas.ts';
-import { HostKeyMismatchError } from '../../src/ssh/errors.ts';
-import { at, observe, readyStatus, spec, ssh, t0 } from './fixture.ts';
-import { claimVisibleAfterMs, figuresFreshForMs } from '../../src/run/decide/timings.ts';
+import type { RunpodRun } from '../../../src/api/runpodrun.ts';
+import type { RunpodRunStatus } from '../../../src/api/status.ts';
+import { act, type ActContext } from '../../../src/run/act/act.ts';
+import { applyCreateOutcome, decide, learn } from '../../../src/run/decide/decide.ts';
+import type { JobHost } from '../../../src/run/ports/job-host.ts';
+import type { Action, Observation } from '../../../src/run/decide/model.ts';
+import type { PodBackend } from '../../../src/run/ports/pod-backend.ts';
+import type { RunApi } from '../../../src/run/ports/run-api.ts';
+import { RunEvidence } from '../../../src/run/memory/evidence.ts';
+import { SpendRoom, spendPriceKey } from '../../../src/run/memory/spend-room.ts';
+import type { GpuTypeOffer } from '../../../src/runpod/catalog.ts';
+import { RunpodError, type RunpodErrorKind } from '../../../src/runpod/index.ts';
+import { podSchema } from '../../../src/runpod/schemas.ts';
+import { HostKeyMismatchError } from '../../../src/ssh/errors.ts';
+import { at, observe, readyStatus, spec, ssh, t0 } from '../fixture.ts';
+import { claimVisibleAfterMs, figuresFreshForMs } from '../../../src/run/decide/timings.ts';
 
 /** What act "learned" at: later than the observation, so a row sees which clock act used. */
 const actedAt = at(7);

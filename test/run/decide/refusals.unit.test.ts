@@ -3,11 +3,11 @@
 // creates and deletes (never a second create, never a pod judged gone on the list's word).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { RunpodRunStatus } from '../../src/api/status.ts';
-import { applyCreateOutcome, decide, type CreateOutcome } from '../../src/run/decide/decide.ts';
-import type { Observation, PodView } from '../../src/run/decide/model.ts';
-import * as fixture from './fixture.ts';
-import { at, t0 } from './fixture.ts';
+import type { RunpodRunStatus } from '../../../src/api/status.ts';
+import { applyCreateOutcome, decide, type CreateOutcome } from '../../../src/run/decide/decide.ts';
+import type { Observation, PodView } from '../../../src/run/decide/model.ts';
+import * as fixture from '../fixture.ts';
+import { at, t0 } from '../fixture.ts';
 
 /** The spec's limits (queueTimeoutSeconds 600) merged with `limits`. */
 const observe = (over: Partial<Observation> = {}, status: RunpodRunStatus = {}, limits: Record<string, unknown> = {}): Observation =>

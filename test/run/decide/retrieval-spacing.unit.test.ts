@@ -4,8 +4,8 @@
 // before T + 2 s x 2^failures (at most 60 s); the reconcile in between waits, saying what was found.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { applyRetrievalOutcome, decide } from '../../src/run/decide/decide.ts';
-import { at, observe, pod, readyStatus, ssh, state } from './fixture.ts';
+import { applyRetrievalOutcome, decide } from '../../../src/run/decide/decide.ts';
+import { at, observe, pod, readyStatus, ssh, state } from '../fixture.ts';
 
 const exited = state({}, { status: 'exited', startedAt: 1, endedAt: 2, exitCode: 0 });
 const listed = (seconds: number) => ({ now: at(seconds), pods: { listedAt: at(seconds), items: [pod({ ssh })] }, podState: exited });

@@ -2,7 +2,7 @@
 // that cannot go into an Authorization header is described by position and kind, never by value.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { printableRuns, readRunpodKey } from '../../src/run/observe/runpod-key.ts';
+import { printableRuns, readRunpodKey } from '../../../src/run/observe/runpod-key.ts';
 
 const key = 'rpa_ABCDEF0123456789abcdef';
 const bytes = (text: string): Buffer => Buffer.from(text, 'latin1');

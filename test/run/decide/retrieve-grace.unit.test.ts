@@ -4,11 +4,11 @@
 // well. The grace then bounds a controller that is gone (the renewals stop), not one that is busy.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { RunpodRunStatus } from '../../src/api/status.ts';
-import { decide } from '../../src/run/decide/decide.ts';
-import type { Observation, PodView } from '../../src/run/decide/model.ts';
-import * as fixture from './fixture.ts';
-import { at, spec, ssh, state, unixAt, type ValidSpec } from './fixture.ts';
+import type { RunpodRunStatus } from '../../../src/api/status.ts';
+import { decide } from '../../../src/run/decide/decide.ts';
+import type { Observation, PodView } from '../../../src/run/decide/model.ts';
+import * as fixture from '../fixture.ts';
+import { at, spec, ssh, state, unixAt, type ValidSpec } from '../fixture.ts';
 
 const pod = (over: Partial<PodView> = {}): PodView => fixture.pod({ ssh, ...over });
 const observe = (seconds: number, status: RunpodRunStatus, over: Partial<Observation> = {}): Observation =>

@@ -4,10 +4,10 @@
 // its guards until the observer confirms the refusal (several refused lists over a minute).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { RunpodRunStatus } from '../../src/api/status.ts';
-import { decide } from '../../src/run/decide/decide.ts';
-import type { Observation } from '../../src/run/decide/model.ts';
-import { at, observe as observeAt0, pod, readyStatus, spec, ssh, state, unixAt } from './fixture.ts';
+import type { RunpodRunStatus } from '../../../src/api/status.ts';
+import { decide } from '../../../src/run/decide/decide.ts';
+import type { Observation } from '../../../src/run/decide/model.ts';
+import { at, observe as observeAt0, pod, readyStatus, spec, ssh, state, unixAt } from '../fixture.ts';
 
 const invalid = {
   found: false as const, invalid: true as const,

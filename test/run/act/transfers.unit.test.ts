@@ -2,8 +2,8 @@
 // each outcome handed back once.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { TransferPool, type TransferJob } from '../../src/run/act/transfers.ts';
-import { FakeClock, settle } from '../kube/fake-clock.ts';
+import { TransferPool, type TransferJob } from '../../../src/run/act/transfers.ts';
+import { FakeClock, settle } from '../../kube/fake-clock.ts';
 
 /** A job the test ends by hand; it records when it started and rejects when aborted. */
 class ManualJob {

@@ -2,12 +2,12 @@
 // list), what a list that shows it again does, and when a lost create may be sent again.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { RunpodRunStatus } from '../../src/api/status.ts';
-import { applyCreateOutcome, decide } from '../../src/run/decide/decide.ts';
-import type { Deletion, Observation } from '../../src/run/decide/model.ts';
-import { RunEvidence } from '../../src/run/memory/evidence.ts';
-import * as fixture from './fixture.ts';
-import { at, pod } from './fixture.ts';
+import type { RunpodRunStatus } from '../../../src/api/status.ts';
+import { applyCreateOutcome, decide } from '../../../src/run/decide/decide.ts';
+import type { Deletion, Observation } from '../../../src/run/decide/model.ts';
+import { RunEvidence } from '../../../src/run/memory/evidence.ts';
+import * as fixture from '../fixture.ts';
+import { at, pod } from '../fixture.ts';
 
 /** The runs here may live an hour (maxRuntimeSeconds 3600): the evidence, not the deadline, decides. */
 const spec = (extra: Record<string, unknown> = {}): fixture.ValidSpec => fixture.spec(extra, { maxRuntimeSeconds: 3600 });

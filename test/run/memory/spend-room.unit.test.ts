@@ -5,8 +5,8 @@
 // creates within 10 s of each restart, when every waiting run resent blind).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { SpendRoom } from '../../src/run/memory/spend-room.ts';
-import { claimVisibleAfterMs, figuresFreshForMs, limitedForMs } from '../../src/run/decide/timings.ts';
+import { SpendRoom } from '../../../src/run/memory/spend-room.ts';
+import { claimVisibleAfterMs, figuresFreshForMs, limitedForMs } from '../../../src/run/decide/timings.ts';
 
 const t0 = Date.parse('2026-12-01T12:00:00Z');
 const at = (seconds: number): Date => new Date(t0 + seconds * 1000);

@@ -3,8 +3,8 @@
 // (100 GiB of checkpoints hash for longer on a slow disk; a 30 s grace should not wait 10 minutes).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { listingTimeoutMs } from '../../src/run/ports/job-steps.ts';
-import { spec } from './fixture.ts';
+import { listingTimeoutMs } from '../../../src/run/ports/job-steps.ts';
+import { spec } from '../fixture.ts';
 
 const cases = [
   { retrieveGraceSeconds: 30, ms: 30_000 },

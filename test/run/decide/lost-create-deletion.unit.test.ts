@@ -4,10 +4,10 @@
 // adopted and deleted (confirmed) first.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { RunpodRunStatus } from '../../src/api/status.ts';
-import { applyCreateOutcome, decide } from '../../src/run/decide/decide.ts';
-import type { Observation, PodView } from '../../src/run/decide/model.ts';
-import { at, observe, pod, t0 } from './fixture.ts';
+import type { RunpodRunStatus } from '../../../src/api/status.ts';
+import { applyCreateOutcome, decide } from '../../../src/run/decide/decide.ts';
+import type { Observation, PodView } from '../../../src/run/decide/model.ts';
+import { at, observe, pod, t0 } from '../fixture.ts';
 
 /** The first create was sent at t0 and its answer lost (a timeout). */
 function lostCreate(): RunpodRunStatus {

@@ -4,14 +4,14 @@
 // that lost its credentials mid-run keeps its phase and its guards.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { RunpodRun } from '../../src/api/runpodrun.ts';
-import type { RunpodRunStatus } from '../../src/api/status.ts';
-import { applyCreateOutcome, applyProbeOutcome, applyRetrievalOutcome, decide } from '../../src/run/decide/decide.ts';
-import type { Observation, PodView } from '../../src/run/decide/model.ts';
-import { buildCreatePodRequest } from '../../src/run/act/pod-request.ts';
-import { VERDICT_BOUND_SECONDS, VERDICT_LAST_CALL_SECONDS } from '../../src/pod/protocol.ts';
-import * as fixture from './fixture.ts';
-import { at, spec, ssh, state, t0, unixAt, type ValidSpec } from './fixture.ts';
+import type { RunpodRun } from '../../../src/api/runpodrun.ts';
+import type { RunpodRunStatus } from '../../../src/api/status.ts';
+import { applyCreateOutcome, applyProbeOutcome, applyRetrievalOutcome, decide } from '../../../src/run/decide/decide.ts';
+import type { Observation, PodView } from '../../../src/run/decide/model.ts';
+import { buildCreatePodRequest } from '../../../src/run/act/pod-request.ts';
+import { VERDICT_BOUND_SECONDS, VERDICT_LAST_CALL_SECONDS } from '../../../src/pod/protocol.ts';
+import * as fixture from '../fixture.ts';
+import { at, spec, ssh, state, t0, unixAt, type ValidSpec } from '../fixture.ts';
 
 /** Pod p1, listed with its SSH endpoint. */
 const pod = (over: Partial<PodView> = {}): PodView => fixture.pod({ ssh, ...over });

@@ -2,11 +2,11 @@
 // walks the types again, in place, with a growing jittered backoff, until spec.limits.queueTimeoutSeconds.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { RunpodRunStatus } from '../../src/api/status.ts';
-import { applyCreateOutcome, decide } from '../../src/run/decide/decide.ts';
-import type { Observation, PodView } from '../../src/run/decide/model.ts';
-import * as fixture from './fixture.ts';
-import { spec, t0 } from './fixture.ts';
+import type { RunpodRunStatus } from '../../../src/api/status.ts';
+import { applyCreateOutcome, decide } from '../../../src/run/decide/decide.ts';
+import type { Observation, PodView } from '../../../src/run/decide/model.ts';
+import * as fixture from '../fixture.ts';
+import { spec, t0 } from '../fixture.ts';
 
 /** At `seconds`, an empty list of that moment, the spec's limits merged with `limits`. */
 const observe = (seconds: number, status: RunpodRunStatus, limits: Record<string, unknown> = {}): Observation =>
