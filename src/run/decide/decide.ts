@@ -18,7 +18,7 @@ import { adoptAfterAmbiguousCreate, provision } from './provisioning.ts';
 import { followPod } from './following.ts';
 import { applyRetrievalOutcome } from './learn.ts';
 import { updateCost } from './cost.ts';
-import { done, everCreated, fail, markCurrentPodForDeletion, phase, step, wait, type Context, type Step } from './step.ts';
+import { done, everCreated, fail, isLive, markCurrentPodForDeletion, phase, step, wait, type Context, type Step } from './step.ts';
 import { cancelRetrieveBoundMs } from './timings.ts';
 
 export { applyCreateOutcome, applyProbeOutcome, applyRetrievalOutcome, learn } from './learn.ts';
@@ -98,15 +98,15 @@ function decideStep(ctx: Context): Step {
   if (deleting) return deleting;
 
   const pod = status.pod;
-  const podAlive = pod?.id !== undefined && pod.state !== 'Deleted';
+  const podAlive = isLive(pod);
   if (status.results?.retrievedAt && (!podAlive || spec.keepPod)) return finish(ctx);
   if (spec.cancel && !podAlive) {
     return fail(ctx, 'Cancelled', status.results?.retrievedAt
       ? 'cancelled by spec.cancel; the results that existed were retrieved and the pod deleted'
       : 'cancelled by spec.cancel; the pod was deleted');
   }
-  if (!podAlive) return provision(ctx, spec);
-  return followPod(ctx, spec);
+  if (!isLive(pod)) return provision(ctx, spec);
+  return followPod({ ...ctx, pod, list: obs.pods }, spec);
 }
 
 /**

@@ -5,29 +5,28 @@ import { setCondition, conditionIs } from './conditions.ts';
 import type { RunpodRunStatus, Reason } from '../../api/status.ts';
 import type { RunpodRunSpec } from '../../api/spec.ts';
 import { whatIsKnown } from './pod-ended.ts';
-import { fail, phase, step, wait, type Context, type Step } from './step.ts';
+import { fail, phase, step, wait, type Context, type PodContext, type Step } from './step.ts';
 import { formatUsd, updateCost } from './cost.ts';
 import { missingAtDeadline, podMissing, podStopped, watchdogCouldNotDelete } from './pod-gone.ts';
 import { graceRenewal, retrieveGraceEnd } from './grace.ts';
 import { VERDICT_BOUND_SECONDS } from '../../pod/protocol.ts';
 import { verdictBoundMs } from './timings.ts';
 
-export function followPod(ctx: Context, spec: RunpodRunSpec): Step {
-  const { obs, status } = ctx;
-  const pod = status.pod!;
+export function followPod(ctx: PodContext, spec: RunpodRunSpec): Step {
+  const { obs, status, pod, list } = ctx;
   const now = obs.now.getTime();
-  const listed = obs.pods?.items.find((p) => p.id === pod.id);
+  const listed = list.items.find((p) => p.id === pod.id);
   const deadline = Date.parse(pod.deadline ?? '');
 
   if (now > deadline + obs.settings.deadlineMarginMs) {
     pod.state = 'Deleting';
-    if (!listed && pod.missingSince) return missingAtDeadline(ctx, deadline);
+    if (!listed && pod.missingSince) return missingAtDeadline(ctx, deadline, pod.missingSince);
     return fail(ctx, 'DeadlineExceeded', `the pod outlived spec.limits.maxRuntimeSeconds (${spec.limits.maxRuntimeSeconds}s); deleted by the controller`);
   }
   if (!listed) return podMissing(ctx, deadline);
   pod.state = listed.status;
   delete pod.missingSince;
-  pod.listedAt ??= obs.pods!.listedAt.toISOString();
+  pod.listedAt ??= list.listedAt.toISOString();
   // The create answer may lack the price (or say 0): the lists' word keeps the cost and the cap honest.
   if (listed.costPerHour !== undefined && listed.costPerHour > 0 && pod.costPerHour !== formatUsd(listed.costPerHour)) {
     pod.costPerHour = formatUsd(listed.costPerHour);
@@ -54,7 +53,7 @@ export function followPod(ctx: Context, spec: RunpodRunSpec): Step {
     pod.sshHost = listed.ssh.host;
     pod.sshPort = listed.ssh.port;
     phase(ctx, 'Provisioning', 'WaitingForSsh', `pod ${pod.name}: waiting for SSH with the pinned host key`);
-    return step({ type: 'probeSsh', podId: pod.id!, host: listed.ssh.host, port: listed.ssh.port }, 3000);
+    return step({ type: 'probeSsh', podId: pod.id, host: listed.ssh.host, port: listed.ssh.port }, 3000);
   }
 
   // Ports change when a pod resets: keep the endpoint current.
@@ -103,9 +102,8 @@ function gracePassed(ctx: Context, spec: RunpodRunSpec): [Reason, string] | unde
 }
 
 /** A ready pod: verdicts, keepPod, start, follow, cancel and retrieve, read from one SSH exec per poll. */
-function followJob(ctx: Context, spec: RunpodRunSpec): Step {
-  const { obs, status } = ctx;
-  const pod = status.pod!;
+function followJob(ctx: PodContext, spec: RunpodRunSpec): Step {
+  const { obs, status, pod } = ctx;
   const state = obs.podState;
   if (!state) return wait(Math.min(obs.settings.pollIntervalMs, 5000));
   if (state.deleteFailed) return watchdogCouldNotDelete(ctx, state.deleteFailed);

@@ -5,32 +5,31 @@ import { conditionIs } from './conditions.ts';
 import type { Reason } from '../../api/status.ts';
 import type { DeleteFailure } from '../../pod/index.ts';
 import { reasonOfDeleteRule, whatIsKnown } from './pod-ended.ts';
-import { fail, phase, step, wait, type Context, type Step } from './step.ts';
+import { fail, phase, step, wait, type Context, type PodContext, type Step } from './step.ts';
 import { retrieveGraceEnd } from './grace.ts';
 import { newPodListLagToleranceMs, goneLookSpacingMs, startAgainBoundMs } from './timings.ts';
 
 /** The current pod is not in the list: gone on its own (watchdog, host failure) or a listing lag. */
-export function podMissing(ctx: Context, deadline: number): Step {
-  const { obs, status } = ctx;
-  const pod = status.pod!;
+export function podMissing(ctx: PodContext, deadline: number): Step {
+  const { obs, status, pod, list } = ctx;
   const unlisted = !pod.listedAt && !conditionIs(status, 'PodReady') ? neverListedYet(ctx) : undefined;
   if (unlisted) return unlisted;
-  const listedAfterCreate = obs.pods !== undefined && obs.pods.listedAt.getTime() > Date.parse(pod.createdAt ?? '') + obs.settings.ambiguousLookupMs;
+  const listedAfterCreate = list.listedAt.getTime() > Date.parse(pod.createdAt ?? '') + obs.settings.ambiguousLookupMs;
   if (!listedAfterCreate) return wait(obs.settings.pollIntervalMs);
   // In status, not in memory: a controller restarted before its looks are done still knows when.
-  pod.missingSince ??= obs.pods!.listedAt.toISOString();
-  const evidence = obs.deletions[pod.id!];
+  const missingSince = pod.missingSince ??= list.listedAt.toISOString();
+  const evidence = obs.deletions[pod.id];
   const sinceLook = evidence?.lookedAt ? obs.now.getTime() - evidence.lookedAt.getTime() : Infinity;
   if ((evidence?.notFoundLooks ?? 0) < obs.settings.goneLooks) {
     // Spaced in time, not by the requeue alone: any event may wake the reconcile sooner.
     if (sinceLook < goneLookSpacingMs) return wait(goneLookSpacingMs - sinceLook);
-    return step({ type: 'lookForGonePod', podId: pod.id! }, goneLookSpacingMs);
+    return step({ type: 'lookForGonePod', podId: pod.id }, goneLookSpacingMs);
   }
   // The last word is a list taken after the last 404 (one that shows the pod wipes the 404s).
-  if (evidence?.lookedAt && obs.pods!.listedAt <= evidence.lookedAt) return wait(Math.min(obs.settings.pollIntervalMs, 5000));
+  if (evidence?.lookedAt && list.listedAt <= evidence.lookedAt) return wait(Math.min(obs.settings.pollIntervalMs, 5000));
   pod.state = 'Deleted';
   pod.deletedAt ??= obs.now.toISOString();
-  return fail(ctx, ...whyItWentMissing(ctx, deadline));
+  return fail(ctx, ...whyItWentMissing(ctx, deadline, missingSince));
 }
 
 /**
@@ -38,24 +37,23 @@ export function podMissing(ctx: Context, deadline: number): Step {
  * gone were cut short (restarts keep them in memory only). It is deleted to be safe, and the run is
  * judged by when it went missing: the deadline is blamed only if it had passed by then.
  */
-export function missingAtDeadline(ctx: Context, deadline: number): Step {
-  const [reason, message] = whyItWentMissing(ctx, deadline);
-  return fail(ctx, reason, `${message}; not listed since ${ctx.status.pod!.missingSince}; the controller deletes it to be safe`);
+export function missingAtDeadline(ctx: Context, deadline: number, missingSince: string): Step {
+  const [reason, message] = whyItWentMissing(ctx, deadline, missingSince);
+  return fail(ctx, reason, `${message}; not listed since ${missingSince}; the controller deletes it to be safe`);
 }
 
 /** The watchdog's reasons judged when the pod went missing (the first list without it), not now. */
-const whyItWentMissing = (ctx: Context, deadline: number): [Reason, string] =>
-  whyThePodWent(ctx, deadline, 'disappeared', Date.parse(ctx.status.pod!.missingSince!));
+const whyItWentMissing = (ctx: Context, deadline: number, missingSince: string): [Reason, string] =>
+  whyThePodWent(ctx, deadline, 'disappeared', Date.parse(missingSince));
 
 /**
  * EXITED or ERROR (openapi-v2.json PodStatus): its container is gone (stopped by someone, stopped by
  * its watchdog whose key may not delete it, or broken), but its disk bills until it is deleted: at once.
  */
-export function podStopped(ctx: Context, state: 'EXITED' | 'ERROR', deadline: number): Step {
+export function podStopped(ctx: PodContext, state: 'EXITED' | 'ERROR', deadline: number): Step {
   const again = state === 'EXITED' ? startAgain(ctx, deadline) : undefined;
   if (again) return again;
-  const { status } = ctx;
-  const pod = status.pod!;
+  const { status, pod } = ctx;
   pod.state = 'Deleting';
   if (!conditionIs(status, 'PodReady')) {
     const attempt = status.attempts?.find((a) => a.podId === pod.id);
@@ -76,9 +74,8 @@ export function podStopped(ctx: Context, state: 'EXITED' | 'ERROR', deadline: nu
  * must go anyway (deadline, retrieve grace, cost cap, cancel). Not on ERROR: that volume is not to be
  * trusted. Undefined: delete it as any stopped pod.
  */
-function startAgain(ctx: Context, deadline: number): Step | undefined {
-  const { obs, status } = ctx;
-  const pod = status.pod!;
+function startAgain(ctx: PodContext, deadline: number): Step | undefined {
+  const { obs, status, pod } = ctx;
   const { job } = status;
   const spec = obs.spec.ok ? obs.spec.spec : undefined;
   if (!spec || spec.cancel || !conditionIs(status, 'PodReady') || !job?.finishedAt || job.exitCode === undefined || status.results?.retrievedAt) return undefined;
@@ -88,7 +85,7 @@ function startAgain(ctx: Context, deadline: number): Step | undefined {
   if (!pod.startedAgainAt) {
     pod.startedAgainAt = obs.now.toISOString();
     phase(ctx, 'Retrieving', 'Retrieving', `pod ${pod.name} went EXITED after the job exited with code ${job.exitCode}, before its results were retrieved; starting it again to fetch them from its volume`);
-    return step({ type: 'startPod', podId: pod.id! }, 5000);
+    return step({ type: 'startPod', podId: pod.id }, 5000);
   }
   if (now >= Date.parse(pod.startedAgainAt) + startAgainBoundMs) return undefined;
   phase(ctx, 'Retrieving', 'Retrieving', `pod ${pod.name} was started again at ${pod.startedAgainAt} to fetch its results; waiting for it to run`);
@@ -96,9 +93,8 @@ function startAgain(ctx: Context, deadline: number): Step | undefined {
 }
 
 /** The watchdog wanted the pod gone and could not delete it (.pod/watchdog.delete): the controller does, now. */
-export function watchdogCouldNotDelete(ctx: Context, failure: DeleteFailure): Step {
-  const { status } = ctx;
-  const pod = status.pod!;
+export function watchdogCouldNotDelete(ctx: PodContext, failure: DeleteFailure): Step {
+  const { status, pod } = ctx;
   pod.state = 'Deleting';
   const reason = reasonOfDeleteRule(failure, status);
   const what = `pod ${pod.name}: its watchdog could not delete it (${failure.rule}: ${failure.detail}); deleted by the controller`;
@@ -115,9 +111,8 @@ export function watchdogCouldNotDelete(ctx: Context, failure: DeleteFailure): St
  * again. Past the tolerance the usual evidence decides (a pod that never existed, or one its watchdog
  * deleted while the controller was away).
  */
-function neverListedYet(ctx: Context): Step | undefined {
-  const { obs, status } = ctx;
-  const pod = status.pod!;
+function neverListedYet(ctx: PodContext): Step | undefined {
+  const { obs, pod } = ctx;
   const age = obs.now.getTime() - Date.parse(pod.createdAt ?? obs.now.toISOString());
   if (age > newPodListLagToleranceMs) return undefined;
   phase(ctx, 'Provisioning', 'WaitingForSsh', `pod ${pod.name} (${pod.id}) was created; waiting for Runpod to list it`);

@@ -10,6 +10,17 @@ export interface Context {
   events: RunEvent[];
 }
 
+/** The run's current pod, known by its id and not yet deleted (the very object of status.pod). */
+export type LivePod = NonNullable<RunpodRunStatus['pod']> & { id: string };
+
+export const isLive = (pod: RunpodRunStatus['pod']): pod is LivePod => pod?.id !== undefined && pod.state !== 'Deleted';
+
+/** While the run follows its live pod: the pod, and the account's pod list this reconcile saw. */
+export interface PodContext extends Context {
+  pod: LivePod;
+  list: NonNullable<Observation['pods']>;
+}
+
 export type Step = Omit<Decision, 'status' | 'events'>;
 export const step = (action: Action, afterMs = 0): Step => ({ action, requeue: { afterMs } });
 export const wait = (afterMs: number): Step => ({ action: { type: 'none' }, requeue: { afterMs } });
