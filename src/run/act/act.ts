@@ -4,9 +4,9 @@
 // outcomes, is create-pod.ts.
 import { registerSecret } from '../../log.ts';
 import { rankGpuTypes } from '../../runpod/index.ts';
-import { generateRunKeys, HostKeyMismatchError, isNotReadyYet, protectPrivateKey } from '../../ssh/index.ts';
+import { generateRunKeys, HostKeyMismatchError, protectPrivateKey } from '../../ssh/index.ts';
 import type { Action } from '../decide/model.ts';
-import type { Outcome, ProbeOutcome } from '../decide/outcome.ts';
+import type { Outcome } from '../decide/outcome.ts';
 import { noConnectionMessage, type JobHost } from '../ports/job-host.ts';
 import type { PodBackend } from '../ports/pod-backend.ts';
 import type { SshSecret } from '../ports/run-api.ts';
@@ -108,20 +108,17 @@ async function readCatalog(ctx: ActContext): Promise<void> {
 async function probeSsh(ctx: ActContext, host: string, port: number): Promise<Outcome | undefined> {
   const keys = ctx.sshKeys;
   if (!keys) return undefined;
-  let outcome: ProbeOutcome;
   try {
     await ctx.jobHost.probe({ host, port, keys }, ctx.signal);
     ctx.metrics?.sshConnection('ok');
-    outcome = { kind: 'ready' };
+    return { step: 'probeSsh', result: { kind: 'ready' } };
   } catch (error) {
     ctx.signal?.throwIfAborted();
-    ctx.metrics?.sshConnection(error instanceof HostKeyMismatchError ? 'host_key_mismatch' : 'failed');
-    if (error instanceof HostKeyMismatchError) outcome = { kind: 'untrusted', message: error.message };
-    else if (isNotReadyYet(error)) outcome = { kind: 'notYet', message: String(error) };
-    else outcome = { kind: 'notYet', message: error instanceof Error ? error.message : String(error) };
+    const untrusted = error instanceof HostKeyMismatchError;
+    ctx.metrics?.sshConnection(untrusted ? 'host_key_mismatch' : 'failed');
+    // Not yet (refused, timed out, any other failure): nothing to record; the next probe is decide's.
+    return untrusted ? { step: 'probeSsh', result: { kind: 'untrusted', message: error.message } } : undefined;
   }
-  // Not yet (refused, timed out): nothing to record; the next probe is decide's.
-  return outcome.kind === 'notYet' ? undefined : { step: 'probeSsh', result: outcome };
 }
 
 async function deletePod(ctx: ActContext, podId: string): Promise<void> {

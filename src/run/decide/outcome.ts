@@ -22,7 +22,8 @@ export type CreateOutcome =
 /** Not sent under the spend limit: the room the list shows is claimed by another run, or was refused lately (figures as judged). */
 export interface HeldBack { kind: 'held-back'; why: Exclude<SpendClaim, 'granted'>; spend: SpendFacts }
 
-export type ProbeOutcome = { kind: 'ready' } | { kind: 'untrusted'; message: string } | { kind: 'notYet'; message: string };
+/** A probe that is not answered yet has no outcome: nothing to record. */
+export type ProbeOutcome = { kind: 'ready' } | { kind: 'untrusted'; message: string };
 
 export type RetrievalOutcome =
   /** `path`: which path carried the bytes into object storage (absent for the controller's disk). */
