@@ -16,6 +16,10 @@
 //
 // Accounts are swept side by side (a few at a time) and each on its own: one account's long
 // Retry-After, unreachable answers or unusable key never hold back or stop another's sweep.
+//
+// An account whose list or delete failed is swept again within seconds (doubling up to the interval),
+// not at the next interval: the pod it could not delete bills meanwhile, and its watchdog may be dead.
+import { exponentialDelay } from '../kube/backoff.ts';
 import type { Logger } from '../log.ts';
 import { isRunpodError, type Pod } from '../runpod/index.ts';
 import { accountIdOf, type Accounts, type KnownAccount } from './memory/accounts.ts';
@@ -52,6 +56,12 @@ export interface SweeperOptions {
 
 interface SentDelete { pod: Condemned; sentAt: number }
 
+/** One account's sweep: what it deleted, and whether a list or a delete failed (so it is swept again soon). */
+interface AccountSweep { deleted: string[]; failed: boolean }
+
+/** The first retry of an account whose sweep failed comes this soon; each further failure doubles it. */
+const retryBaseMs = 2000;
+
 export class Sweeper {
   #options: SweeperOptions;
   #timer: NodeJS.Timeout | undefined;
@@ -62,6 +72,11 @@ export class Sweeper {
   #stop = new AbortController();
   /** Accounts whose key cannot be used, by account id: said once, not at every pass. */
   #unusable = new Set<string>();
+  /** Per account id: its sweep under way, so a retry never overlaps a pass's sweep of it. */
+  #accountSweeps = new Map<string, Promise<AccountSweep>>();
+  /** Per account id: failed sweeps in a row and the timer of its next try (only while started). */
+  #retries = new Map<string, { failures: number; timer?: NodeJS.Timeout }>();
+  #started = false;
 
   constructor(options: SweeperOptions) {
     this.#options = options;
@@ -70,6 +85,7 @@ export class Sweeper {
   /** Sweeps at once (leader start), then every interval. */
   start(): void {
     this.#stop = new AbortController();
+    this.#started = true;
     void this.#sweepLogged();
     this.#timer = setInterval(() => void this.#sweepLogged(), this.#options.intervalMs);
     this.#timer.unref();
@@ -77,6 +93,9 @@ export class Sweeper {
 
   async stop(): Promise<void> {
     clearInterval(this.#timer);
+    this.#started = false;
+    for (const retry of this.#retries.values()) clearTimeout(retry.timer);
+    this.#retries.clear();
     this.#stop.abort(new Error('sweeper stopped'));
     await this.#sweeping?.catch(() => undefined);
   }
@@ -97,7 +116,7 @@ export class Sweeper {
     const pending = [...this.#options.accounts.known()];
     const worker = async (): Promise<void> => {
       for (let account = pending.shift(); account && !this.#stop.signal.aborted; account = pending.shift()) {
-        deleted.push(...await this.#sweepAccount(account));
+        deleted.push(...(await this.#sweepOnce(account)).deleted);
       }
     };
     await Promise.all(Array.from({ length: Math.max(1, this.#options.concurrentAccounts ?? 4) }, worker));
@@ -116,17 +135,45 @@ export class Sweeper {
     }
   }
 
+  /** An account's sweep, joined when one is under way; a failure schedules the next try. */
+  #sweepOnce(account: KnownAccount): Promise<AccountSweep> {
+    let sweeping = this.#accountSweeps.get(account.id);
+    if (!sweeping) {
+      sweeping = this.#sweepAccount(account).finally(() => this.#accountSweeps.delete(account.id));
+      this.#accountSweeps.set(account.id, sweeping);
+      void sweeping.then(({ failed }) => this.#retryIfFailed(account, failed), () => this.#retryIfFailed(account, true));
+    }
+    return sweeping;
+  }
+
+  #retryIfFailed(account: KnownAccount, failed: boolean): void {
+    const previous = this.#retries.get(account.id);
+    clearTimeout(previous?.timer);
+    if (!failed || !this.#started || this.#stop.signal.aborted) {
+      this.#retries.delete(account.id);
+      return;
+    }
+    const failures = (previous?.failures ?? 0) + 1;
+    const afterMs = exponentialDelay(retryBaseMs, this.#options.intervalMs, failures - 1);
+    const timer = setTimeout(() => void this.#sweepOnce(account).catch((error: unknown) =>
+      this.#options.logger.warn({ err: error, account: account.id }, 'the stray sweep of this account failed')), afterMs);
+    timer.unref();
+    this.#retries.set(account.id, { failures, timer });
+    this.#options.logger.info({ account: account.id, failures, afterMs }, `this account's sweep met a failure; it is swept again in ${Math.round(afterMs / 1000)}s`);
+  }
+
   /** One account's list, confirmations and deletes; its failures stay its own. */
-  async #sweepAccount(account: KnownAccount): Promise<string[]> {
+  async #sweepAccount(account: KnownAccount): Promise<AccountSweep> {
     const { logger } = this.#options;
     const listed = await this.#listOwned(account);
-    if (!listed) return [];
+    if (!listed) return { deleted: [], failed: !this.#stop.signal.aborted };
     this.#confirm(account, listed);
     const condemned = this.#candidates(account, listed);
-    if (condemned.length === 0) return [];
+    if (condemned.length === 0) return { deleted: [], failed: false };
     // Read after this account's list, never reused for another: a pass can last minutes (429
     // waits), and a run created meanwhile may own a pod a later list shows. Every candidate here
     // was listed before this read, so its run (older than its pod) is in it unless it is gone.
+    const sweep: AccountSweep = { deleted: [], failed: false };
     let live = new Set<string>();
     if (condemned.some((pod) => pod.why === 'stray')) {
       try {
@@ -134,19 +181,20 @@ export class Sweeper {
       } catch (error) {
         logger.warn({ err: error, account: account.id }, 'reading the runs for the stray sweep failed; only pods past their deadline are deleted this time');
         condemned.splice(0, condemned.length, ...condemned.filter((pod) => pod.why === 'deadline'));
+        sweep.failed = true;
       }
     }
-    const deleted: string[] = [];
     for (const pod of condemned) {
       if (pod.why === 'stray' && live.has(pod.runUid)) continue;
       const { signal } = this.#stop;
-      if (signal.aborted) return deleted;
+      if (signal.aborted) return sweep;
       try {
         await account.client.deletePod(pod.podId, { signal });
       } catch (error) {
-        if (signal.aborted) return deleted;
+        if (signal.aborted) return sweep;
         if (!isRunpodError(error, 'not-found')) {
-          logger.warn({ err: error, ...pod }, 'deleting a pod in the sweep failed; the next sweep tries again');
+          logger.warn({ err: error, ...pod }, 'deleting a pod in the sweep failed');
+          sweep.failed = true;
           continue;
         }
       }
@@ -154,10 +202,10 @@ export class Sweeper {
       logger.warn(pod, pod.why === 'stray'
         ? 'deleted a stray pod whose run no longer exists; waiting for a newer list to confirm'
         : 'deleted a pod past its deadline (RUNPOD_OPERATOR_DEADLINE + --deadline-margin); waiting for a newer list to confirm');
-      deleted.push(pod.podId);
+      sweep.deleted.push(pod.podId);
       this.#options.onDeleted?.(pod.why);
     }
-    return deleted;
+    return sweep;
   }
 
   async #listOwned(account: KnownAccount): Promise<{ at: number; pods: Pod[] } | undefined> {

@@ -235,3 +235,27 @@ test('an account whose calls wait out a long Retry-After does not hold back the 
   await sweeper.stop();
   assert.deepEqual(await pass, [overdue.id], 'stop() ends the waiting list at once');
 }, { otherKeys: ['rpa_SWEEPER_SLOW_ACCOUNT_0123456789'] }));
+
+test('a delete of an overdue pod that fails is tried again within seconds, not at the next sweep interval', () => withSweepWorld(async (world) => {
+  const overdue = await overduePod(world.client, 'overdue-3');
+  // A refused DELETE (a blip at a new leader, a rotation): not retried by the client, so the sweep must.
+  await injectFault(world.sim.adminUrl, { fault: 'refuse', status: 401, method: 'DELETE', path: '/v2/pods/{id}', count: 1 });
+  const sweeper = new Sweeper({
+    accounts: world.accounts, logger: world.logger, intervalMs: 600_000, deadlineMarginMs: 60_000, graceMs: 3_600_000,
+    owner: { clusterId: 'cluster-a', scope: installScope('team-a') },
+    cachedRunUids: () => new Set(['uid-live']), liveRunUids: () => Promise.resolve(new Set(['uid-live'])),
+    referencedApiKeys: () => Promise.resolve([apiKey]),
+  });
+  sweeper.start();
+  try {
+    let deletedAt: string | null | undefined = null;
+    for (let i = 0; i < 150 && !deletedAt; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      deletedAt = (await simPods(world.sim.adminUrl)).find((pod) => pod.id === overdue.id)?.deletedAt;
+    }
+    assert.ok(deletedAt, 'deleted on a retry within 15 s, though the sweep interval is 10 minutes');
+    assert.ok(world.logLines.some((line) => line.includes('swept again in 2s')), 'the log says when it tries again');
+  } finally {
+    await sweeper.stop();
+  }
+}));
