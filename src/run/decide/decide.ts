@@ -142,10 +142,12 @@ function guardWithoutCredentials(ctx: Context, spec: RunpodRunSpec, unusable: { 
   phase(ctx, status.phase ?? 'Provisioning', reason, `${cause}; the run keeps its pod and its limits ${until}`);
   if (pod?.id && pod.state !== 'Deleted' && pod.state !== 'Deleting') {
     const cap = spec.limits.maxCostUsd;
+    // The limit is the cause; the key is a fact of the moment (it may have failed only just now).
+    const meanwhile = `; deleted by the controller (when this was checked, the key could not be used: ${cause})`;
     if (obs.now.getTime() > Date.parse(pod.deadline ?? '') + obs.settings.deadlineMarginMs) {
-      fail(ctx, 'DeadlineExceeded', `the pod outlived spec.limits.maxRuntimeSeconds (${spec.limits.maxRuntimeSeconds}s) while the key could not be used (${cause}); deleted by the controller`);
+      fail(ctx, 'DeadlineExceeded', `the pod outlived spec.limits.maxRuntimeSeconds (${spec.limits.maxRuntimeSeconds}s)${meanwhile}`);
     } else if (cap !== undefined && Number(status.estimatedCostUsd ?? 0) >= Number(cap)) {
-      fail(ctx, 'CostCapReached', `the estimated spend ${status.estimatedCostUsd ?? '0'} USD reached spec.limits.maxCostUsd (${cap}) while the key could not be used (${cause}); deleted by the controller`);
+      fail(ctx, 'CostCapReached', `the estimated spend ${status.estimatedCostUsd ?? '0'} USD reached spec.limits.maxCostUsd (${cap})${meanwhile}`);
     }
   }
   return continueDeletions(ctx) ?? idle;

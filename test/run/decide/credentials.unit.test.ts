@@ -82,6 +82,14 @@ describe('Runpod refuses the key on the pod list', () => {
     assert.equal(spent.status.reason, 'CostCapReached', 'so does the cost cap');
   });
 
+  test('the deadline passing while a refusal is unconfirmed: the deadline is the cause the message gives, the key a fact beside it', () => {
+    // Chaos seed 1807: a run whose SSH was down for its last 50 s, and whose new leader's first list
+    // was refused at its deadline, said it outlived its limit "while the key could not be used".
+    const past = decide(observe(600 + 61, runningStatus(), { credentials: { ...unconfirmed, refused: { lists: 1, since: at(655), confirmed: false } }, pods: undefined }));
+    assert.equal(past.status.reason, 'DeadlineExceeded');
+    assert.match(past.status.message!, /^the pod outlived spec\.limits\.maxRuntimeSeconds \(600s\); deleted by the controller \(when this was checked, the key could not be used: Runpod rejected the API key \(401\)/);
+  });
+
   test('a 403 (a scope the key lacks) on a run with a pod waits the same way: CredentialsInsufficient, phase kept', () => {
     const insufficient = { found: true as const, insufficient: 'the Runpod API key may not list pods: scope pods:read', refused: { lists: 2, since: at(280), confirmed: false } };
     const d = decide(observe(300, runningStatus(), { credentials: insufficient, pods: undefined }));
