@@ -17,11 +17,14 @@ export interface Figure {
   details: string[];
 }
 
+/** What the figures read of the run book. */
+type Runs = Pick<RunBook, 'entries' | 'byUid'>;
+
 const seconds = (ms: number): number => Math.round(ms / 100) / 10;
 const end = (pod: SimPod, now: number): number => (pod.deletedAt ? Date.parse(pod.deletedAt) : now);
 
 /** Runs that should have ended on their own (not deleted by the user) and had not. */
-export function runsNotTerminal(runs: RunBook): Figure {
+export function runsNotTerminal(runs: Runs): Figure {
   const stuck = [...runs.entries.values()].filter((entry) => entry.uid && !entry.gone && !entry.deleteRequested && !isTerminalPhase(entry.latest));
   return figure('runs not terminal', stuck.length, stuck.map((entry) =>
     `${entry.planned.name} (${entry.planned.kind}): ${entry.latest?.status?.phase ?? 'no phase'}/${entry.latest?.status?.reason ?? ''} ${entry.latest?.status?.message ?? ''}`));
@@ -37,25 +40,43 @@ export function podsLeaked(pods: SimPod[]): Figure {
   ]);
 }
 
-/** Per pod: seconds it billed past createdAt + the run's maxRuntimeSeconds + the margin. */
-export function billedPastDeadline(pods: SimPod[], runs: RunBook, marginMs: number, now: number): Figure {
+/** What the billing figure needs to know of the world: when a pod's watchdog stopped, and the leader time in a span. */
+export interface Guards {
+  /** When the world stopped the pod's container for good (its watchdog with it), if it did. */
+  watchdogStoppedAt: (pod: SimPod) => number | undefined;
+  leaderMs: (from: number, to: number) => number;
+}
+
+/**
+ * Per pod: seconds it billed past createdAt + the run's maxRuntimeSeconds + the margin. A pod whose
+ * watchdog the world had stopped can be deleted by a leader only: its overrun is listed apart
+ * (`noChance`) when the controller led under noChanceMs of it, as nobody could have deleted it.
+ */
+export function billedPastDeadline(pods: SimPod[], runs: Runs, marginMs: number, now: number, guards: Guards): { billed: Figure; noChance: string[] } {
   let totalMs = 0;
   const details: string[] = [];
+  const noChance: string[] = [];
   for (const pod of pods) {
     const entry = runOf(pod, runs);
     if (!entry) continue;
     const limit = Date.parse(pod.createdAt) + entry.planned.maxRuntimeSeconds * 1000 + marginMs;
     const over = end(pod, now) - limit;
-    if (over > 0) {
-      totalMs += over;
-      details.push(`${pod.id} (${pod.name}, ${entry.planned.kind}, maxRuntimeSeconds ${entry.planned.maxRuntimeSeconds}): ${seconds(over)} s past deadline + margin (deleted by ${pod.deletedBy ?? 'nobody yet'})`);
+    if (over <= 0) continue;
+    const line = `${pod.id} (${pod.name}, ${entry.planned.kind}, maxRuntimeSeconds ${entry.planned.maxRuntimeSeconds}): ${seconds(over)} s past deadline + margin (deleted by ${pod.deletedBy ?? 'nobody yet'})`;
+    const stoppedAt = guards.watchdogStoppedAt(pod);
+    const ledMs = guards.leaderMs(limit, end(pod, now));
+    if (stoppedAt !== undefined && stoppedAt <= limit && ledMs < noChanceMs) {
+      noChance.push(`${line} [its container was stopped ${seconds(limit - stoppedAt)} s before, its watchdog with it; the controller led ${seconds(ledMs)} s of the overrun]`);
+      continue;
     }
+    totalMs += over;
+    details.push(stoppedAt === undefined ? line : `${line} [watchdog stopped; the controller led ${seconds(ledMs)} s of the overrun]`);
   }
-  return { ...figure(`pod-seconds billed past deadline + ${marginMs / 1000}s`, seconds(totalMs), details), unit: 's' };
+  return { billed: { ...figure(`pod-seconds billed past deadline + ${marginMs / 1000}s`, seconds(totalMs), details), unit: 's' }, noChance };
 }
 
 /** Runs that had two pods billing at the same time, with the overlap in seconds. */
-export function doubleBilling(pods: SimPod[], runs: RunBook, now: number): Figure {
+export function doubleBilling(pods: SimPod[], runs: Runs, now: number): Figure {
   const byRun = new Map<string, SimPod[]>();
   for (const pod of pods) {
     const uid = pod.env.RUNPOD_OPERATOR_RUN ?? '';
@@ -85,9 +106,9 @@ export function doubleBilling(pods: SimPod[], runs: RunBook, now: number): Figur
  * controller had a chance (less than noChanceMs of leader time after the job's end): those are listed
  * apart, with the leader time each had.
  */
-export function resultsLostOrUnverified(runs: RunBook, destroyed: (entry: RunEntry) => Destruction | undefined): { lost: Figure; destroyedFirst: string[] } {
+export function resultsLostOrUnverified(runs: Runs, destroyed: (entry: RunEntry) => Destruction | undefined): { lost: Figure; noChance: string[] } {
   const details: string[] = [];
-  const destroyedFirst: string[] = [];
+  const noChance: string[] = [];
   for (const entry of runs.entries.values()) {
     const status = entry.latest?.status;
     if (!entry.uid || !status) continue;
@@ -100,10 +121,10 @@ export function resultsLostOrUnverified(runs: RunBook, destroyed: (entry: RunEnt
     const destruction = destroyed(entry);
     const line = `${entry.planned.name}: the job exited 0 but the run ended ${status.phase}/${status.reason}: ${status.message ?? ''}`;
     const chance = destruction ? ` [its pod ${destruction.how} ${seconds(destruction.at - Date.parse(status.job.finishedAt ?? ''))} s after the job's end; the controller led ${seconds(destruction.leaderMs)} s of that]` : '';
-    if (destruction && destruction.leaderMs < noChanceMs) destroyedFirst.push(line + chance);
+    if (destruction && destruction.leaderMs < noChanceMs) noChance.push(line + chance);
     else details.push(line + chance);
   }
-  return { lost: figure('results lost or unverified (runs whose job exited 0)', details.length, details), destroyedFirst };
+  return { lost: figure('results lost or unverified (runs whose job exited 0)', details.length, details), noChance };
 }
 
 function checkResults(entry: RunEntry): string | undefined {
@@ -128,10 +149,22 @@ export function finalizersLeft(leftover: { name: string; finalizers: string[]; m
 }
 
 /** Runs whose Secret holds a malformed key that were not seen waiting Pending/CredentialsInvalid (their own status, never a stall). */
-export function malformedKeyRunsNotHeld(runs: RunBook): Figure {
-  const offenders = [...runs.entries.values()].filter((entry) => entry.planned.kind === 'bad-key' && entry.uid && !entry.heldInvalid);
-  return figure('malformed-key runs not held Pending/CredentialsInvalid', offenders.length, offenders.map((entry) =>
-    `${entry.planned.name}: last seen ${entry.latest?.status?.phase ?? 'no phase'}/${entry.latest?.status?.reason ?? ''} ${entry.latest?.status?.message ?? ''}`));
+/**
+ * Bad-key runs never seen Pending/CredentialsInvalid while they existed (from their apply to the
+ * workload's delete); one whose whole life fell where the controller led under noChanceMs is listed apart.
+ */
+export function malformedKeyRunsNotHeld(runs: Runs, leaderMs: (from: number, to: number) => number, started: number): { notHeld: Figure; noChance: string[] } {
+  const details: string[] = [];
+  const noChance: string[] = [];
+  for (const entry of runs.entries.values()) {
+    if (entry.planned.kind !== 'bad-key' || !entry.uid || entry.heldInvalid) continue;
+    const from = started + entry.planned.applyAtMs;
+    const lifeMs = entry.planned.actionAfterMs ?? 0;
+    const ledMs = leaderMs(from, from + lifeMs);
+    const line = `${entry.planned.name}: last seen ${entry.latest?.status?.phase ?? 'no phase'}/${entry.latest?.status?.reason ?? ''} ${entry.latest?.status?.message ?? ''} [the controller led ${seconds(ledMs)} s of its ${seconds(lifeMs)} s]`;
+    (ledMs < noChanceMs ? noChance : details).push(line);
+  }
+  return { notHeld: figure('malformed-key runs not held Pending/CredentialsInvalid', details.length, details), noChance };
 }
 
 /** Occurrences of a Runpod key (or a piece of the malformed one) in the controller's log. */
@@ -140,7 +173,7 @@ export function keysInLog(log: string, secrets: string[]): Figure {
   return figure('Runpod keys (or pieces) in the controller log', found.reduce((sum, [, n]) => sum + n, 0), found.map(([secret, n]) => `${secret.slice(0, 6)}…: ${n} times`));
 }
 
-function runOf(pod: SimPod, runs: RunBook): RunEntry | undefined {
+function runOf(pod: SimPod, runs: Runs): RunEntry | undefined {
   const uid = pod.env.RUNPOD_OPERATOR_RUN;
   return uid ? runs.byUid(uid) : undefined;
 }

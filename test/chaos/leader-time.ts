@@ -41,9 +41,17 @@ export function destructionOf(entry: RunEntry, pods: readonly SimPod[], faults: 
   const ids = new Set(own.map((pod) => pod.id));
   const events = [
     ...own.filter((pod) => pod.deletedBy === 'vanished' && pod.deletedAt).map((pod) => ({ at: Date.parse(pod.deletedAt ?? ''), how: 'vanished' })),
-    ...faults.filter((fault) => fault.fired && fault.podId !== undefined && ids.has(fault.podId) && fault.planned.name === 'container-exit' && fault.planned.params.status === 'ERROR')
-      .map((fault) => ({ at: started + fault.atMs + Number(fault.planned.params.afterMs ?? 0), how: 'went ERROR' })),
+    ...containerStops(faults, started).filter((stop) => ids.has(stop.podId) && stop.status === 'ERROR').map((stop) => ({ at: stop.at, how: 'went ERROR' })),
   ].filter((event) => event.at >= endedAt - 1000).sort((a, b) => a.at - b.at);
   const first = events[0];
   return first && { ...first, leaderMs: leaderMsBetween(terms, endedAt, first.at) };
+}
+
+/** Each container the world stopped for good (container-exit to EXITED or ERROR): its watchdog stopped with it. */
+export function containerStops(faults: readonly FaultRecord[], started: number): { podId: string; status: string; at: number }[] {
+  return faults.flatMap((fault) => {
+    const status = String(fault.planned.params.status ?? '');
+    if (!fault.fired || fault.podId === undefined || fault.planned.name !== 'container-exit' || (status !== 'ERROR' && status !== 'EXITED')) return [];
+    return [{ podId: fault.podId, status, at: started + fault.atMs + Number(fault.planned.params.afterMs ?? 0) }];
+  });
 }

@@ -16,9 +16,9 @@ export function formatReport(report: SessionReport): string {
     for (const detail of figure.details) lines.push(`            ${detail}`);
   }
 
-  if (report.destroyedFirst.length > 0) {
-    lines.push('', `results the provider destroyed before the controller had a chance (under ${noChanceMs / 1000} s of leader time after the job's end; not counted above):`);
-    for (const line of report.destroyedFirst) lines.push(`            ${line}`);
+  if (report.noChance.length > 0) {
+    lines.push('', `what the world did before the controller had a chance (under ${noChanceMs / 1000} s of leader time; not counted above):`);
+    for (const line of report.noChance) lines.push(`            ${line}`);
   }
   if (report.stagingLeft.length > 0) {
     lines.push('', `result store: ${report.stagingLeft.length} staging directories left by killed retrievals (never cleaned up):`);

@@ -12,7 +12,7 @@ import { ControllerProcess } from './controller.ts';
 import { faultGenerators } from './faults.ts';
 import { billedPastDeadline, doubleBilling, finalizersLeft, keysInLog, malformedKeyRunsNotHeld, podsLeaked, resultsLostOrUnverified, runsNotTerminal, type Figure } from './invariants.ts';
 import { Killer, type KillRecord } from './killer.ts';
-import { destructionOf, readLeaderTerms } from './leader-time.ts';
+import { containerStops, destructionOf, leaderMsBetween, readLeaderTerms } from './leader-time.ts';
 import { startProxy } from './proxy.ts';
 import { isTerminalPhase, outcomeOf, RunBook } from './runbook.ts';
 import { conditionsConfig, type SimConditions } from './conditions.ts';
@@ -49,7 +49,8 @@ export interface SessionReport {
   /** Every pod the simulator rented, for the story behind a figure. */
   pods: { id: string; name: string; run: string; createdAt: string; deletedAt: string | null; deletedBy: string | null }[];
   /** Runs whose results the world destroyed (pod vanished or went ERROR) before the controller had a chance: not counted as lost. */
-  destroyedFirst: string[];
+  /** What the world did where the controller led under noChanceMs (its pod destroyed, its watchdog stopped): not counted in the figures. */
+  noChance: string[];
   /** Staging directories a killed retrieval left in the result store (litter, not a broken promise). */
   stagingLeft: string[];
   outcomes: { name: string; kind: string; outcome: string; message: string; attempts: number; pods: number }[];
@@ -189,15 +190,21 @@ export async function runSession(options: SessionOptions): Promise<SessionReport
     }
     const now = Date.now();
     const terms = readLeaderTerms(controllerLog, killer.records.map((kill) => started + (kill.atMs ?? 0)), now);
+    const leaderMs = (from: number, to: number): number => leaderMsBetween(terms, from, to);
     const results = resultsLostOrUnverified(runs, (entry) => destructionOf(entry, pods, faults, terms, started));
+    const stops = containerStops(faults, started);
+    const billing = billedPastDeadline(pods, runs, options.billingMarginMs, now, {
+      leaderMs, watchdogStoppedAt: (pod) => stops.find((stop) => stop.podId === pod.id)?.at,
+    });
+    const badKeys = malformedKeyRunsNotHeld(runs, leaderMs, started);
     const figures = [
       notTerminal,
       podsLeaked(pods),
-      billedPastDeadline(pods, runs, options.billingMarginMs, now),
+      billing.billed,
       doubleBilling(pods, runs, now),
       results.lost,
       finalizersLeft(leftover.map((run) => ({ name: run.metadata.name ?? '', finalizers: run.metadata.finalizers ?? [], message: run.status?.message ?? '' }))),
-      malformedKeyRunsNotHeld(runs),
+      badKeys.notHeld,
       keysInLog(readFileSync(controllerLog, 'utf8'), [apiKey, ...badKeyParts]),
     ];
     for (const outcome of outcomes) {
@@ -211,7 +218,7 @@ export async function runSession(options: SessionOptions): Promise<SessionReport
       createdAt: pod.createdAt, deletedAt: pod.deletedAt, deletedBy: pod.deletedBy,
     }));
     const calls = controllerCalls(await simStats(sim.adminUrl));
-    return { schedule, namespace, figures, destroyedFirst: results.destroyedFirst, stagingLeft, pods: rented, outcomes, kills: killer.records, faults, calls, controllerLog, durationMs: elapsed() };
+    return { schedule, namespace, figures, noChance: [...billing.noChance, ...results.noChance, ...badKeys.noChance], stagingLeft, pods: rented, outcomes, kills: killer.records, faults, calls, controllerLog, durationMs: elapsed() };
   } finally {
     polling = false;
     await poller;

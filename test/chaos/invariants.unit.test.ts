@@ -1,0 +1,67 @@
+// The figures that judge the controller only where it had a chance. Chaos seed 1807 (N=100, 10f721f):
+// a pod whose container the world had stopped (its watchdog with it) billed 48 s past its deadline +
+// margin while every controller was killed within seconds of leading (8.6 s of leader time in all);
+// seed 4423: a bad-key run lived 23 s, all but 3 of them with no leader, and was never seen held.
+// Both were counted as broken promises; what a leader had 10 s to prevent still is.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { SimPod } from '../runpod-sim/client.ts';
+import { billedPastDeadline, malformedKeyRunsNotHeld } from './invariants.ts';
+import { leaderMsBetween, type Term } from './leader-time.ts';
+import type { RunEntry } from './runbook.ts';
+import { planRun, type RunKind } from './workload.ts';
+import { Random } from './random.ts';
+
+const t0 = Date.parse('2026-12-01T12:00:00Z');
+const at = (seconds: number): number => t0 + seconds * 1000;
+const iso = (seconds: number): string => new Date(at(seconds)).toISOString();
+
+function book(kind: RunKind, overrides: Partial<RunEntry['planned']>): { entries: Map<string, RunEntry>; byUid: (uid: string) => RunEntry | undefined } {
+  const entry: RunEntry = { planned: { ...planRun(new Random(1), 0, kind, 0), name: 'run-1', ...overrides }, uid: 'uid-1', gone: false, deleteRequested: false };
+  return { entries: new Map([['run-1', entry]]), byUid: (uid) => (uid === 'uid-1' ? entry : undefined) };
+}
+
+const pod = (createdAt: number, deletedAt: number): SimPod => ({
+  id: 'pod-1', name: 'run-1-1', status: 'TERMINATED', env: { RUNPOD_OPERATOR_RUN: 'uid-1' }, gpuTypeId: 'g', gpuCount: 1, costPerHr: 1,
+  dataCenterId: 'dc', createdAt: iso(createdAt), startedAt: iso(createdAt), deletedAt: iso(deletedAt), deletedBy: 'account', restarts: 0,
+  sshPort: null, ready: false, podApiKey: 'k', clockOffsetSeconds: 0, processes: [],
+});
+
+const leaderMs = (terms: Term[]) => (from: number, to: number): number => leaderMsBetween(terms, from, to);
+
+test('a pod whose watchdog the world stopped bills past its deadline uncounted only while no leader had 10 s of the overrun', () => {
+  // Created at 0, 43 s allowed + 15 s margin: the limit is 58 s; deleted at 106 s (48 s over).
+  const runs = book('deadline', { maxRuntimeSeconds: 43 });
+  const overdue = [pod(0, 106)];
+  const stopped = { watchdogStoppedAt: () => at(20) };
+  const short = billedPastDeadline(overdue, runs, 15_000, at(200), { ...stopped, leaderMs: leaderMs([{ from: at(75), to: at(79) }, { from: at(101), to: at(110) }]) });
+  assert.equal(short.billed.value, 0, short.billed.details.join('\n'));
+  assert.match(short.noChance.join('\n'), /48 s past deadline \+ margin .*its container was stopped 38 s before, its watchdog with it; the controller led 9 s of the overrun/);
+
+  const led = billedPastDeadline(overdue, runs, 15_000, at(200), { ...stopped, leaderMs: leaderMs([{ from: at(60), to: at(110) }]) });
+  assert.equal(led.billed.value, 48, 'a leader had 46 s of it: the controller\'s overrun');
+  assert.equal(led.billed.broken, true);
+  assert.match(led.billed.details.join('\n'), /watchdog stopped; the controller led 46 s of the overrun/);
+
+  const guarded = billedPastDeadline(overdue, runs, 15_000, at(200), { watchdogStoppedAt: () => undefined, leaderMs: () => 0 });
+  assert.equal(guarded.billed.value, 48, 'a pod with its watchdog alive must delete itself, leader or not');
+
+  const stoppedLate = billedPastDeadline(overdue, runs, 15_000, at(200), { watchdogStoppedAt: () => at(80), leaderMs: () => 0 });
+  assert.equal(stoppedLate.billed.value, 48, 'a watchdog alive at the limit had its chance');
+});
+
+test('a bad-key run never seen held is excused only when the controller led under 10 s of its life', () => {
+  const runs = book('bad-key', { applyAtMs: 285_000, actionAfterMs: 23_000 });
+  const started = at(0);
+  const unled = malformedKeyRunsNotHeld(runs, leaderMs([{ from: at(304), to: at(307) }]), started);
+  assert.equal(unled.notHeld.value, 0);
+  assert.match(unled.noChance.join('\n'), /run-1: last seen no phase.*the controller led 3 s of its 23 s/);
+
+  const led = malformedKeyRunsNotHeld(runs, leaderMs([{ from: at(280), to: at(320) }]), started);
+  assert.equal(led.notHeld.value, 1);
+  assert.equal(led.notHeld.broken, true);
+
+  const entry = runs.entries.get('run-1');
+  if (entry) entry.heldInvalid = true;
+  assert.equal(malformedKeyRunsNotHeld(runs, () => 0, started).notHeld.value, 0, 'held: nothing to excuse');
+});
