@@ -23,6 +23,7 @@ import { Accounts } from './run/memory/accounts.ts';
 import { installScope, type Owner } from './run/ownership.ts';
 import { RunReconciler } from './run/reconciler.ts';
 import { Sweeper } from './run/sweeper.ts';
+import { defaultTimings, type Timings } from './run/decide/timings.ts';
 import { urgencyOf } from './run/urgency.ts';
 import { TransferPool } from './run/act/transfers.ts';
 import type { RetrievalOutcome } from './run/decide/decide.ts';
@@ -54,6 +55,8 @@ export interface StartOptions {
    * proxy in front of the simulator).
    */
   podApiUrl?: string;
+  /** The run loop's waits and bounds (default: decide/timings.ts): a test's world compresses them. */
+  timings?: Partial<Timings>;
 }
 
 /**
@@ -139,7 +142,8 @@ export async function startController(config: Config, options: StartOptions = {}
     kubeConfig, accounts, clusterId, scope: owner.scope, runpodApiUrl: options.podApiUrl ?? config.runpodApiUrl, resultsDir: defaultStore.kind === 'dir' ? defaultStore.dir : config.resultsDir, s3Defaults,
     s3AllowedBuckets: config.resultsS3AllowedBuckets, watchdogPeriodMs: config.watchdogPeriod, logger,
     events, metrics,
-    settings: { ambiguousLookupMs: 2 * config.pollInterval, deadlineMarginMs: config.deadlineMargin, goneLooks: 3, pollIntervalMs: config.pollInterval },
+    settings: { ambiguousLookupMs: 2 * config.pollInterval, deadlineMarginMs: config.deadlineMargin, goneLooks: 3, pollIntervalMs: config.pollInterval,
+      timings: { ...defaultTimings, ...options.timings } },
   });
   const unusableKeys = { said: new Set<string>(), logger };
   const sweeper = new Sweeper({

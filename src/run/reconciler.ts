@@ -32,7 +32,6 @@ import type { RetrievalPool } from './act/context.ts';
 import { RunApi, type SshSecret } from './ports/run-api.ts';
 import { RunEvidence } from './memory/evidence.ts';
 import { spendPriceKey } from './memory/spend-room.ts';
-import { workerRateLimitWaitMs } from './decide/timings.ts';
 
 export interface EventSink { record(run: RunpodRun, event: RunEvent): void }
 
@@ -128,7 +127,7 @@ export class RunReconciler {
       // The account's budget is spent for a while (a 429 storm): the run comes back when it frees,
       // rather than holding a worker that another account's runs need.
       if (!isRunpodError(error, 'rate-limited') || signal?.aborted) throw error;
-      const afterMs = Math.max(1000, error.retryAfterMs ?? workerRateLimitWaitMs);
+      const afterMs = Math.max(1000, error.retryAfterMs ?? this.#options.settings.timings.workerRateLimitWaitMs);
       (call.log ?? this.#options.logger).info({ run: run.metadata.name, namespace: run.metadata.namespace, action: decision.action.type, afterMs }, 'the account\'s Runpod budget is spent for now; the step is taken again when it frees');
       return { requeueAfterMs: afterMs };
     }
@@ -226,7 +225,7 @@ export class RunReconciler {
       settings: this.#options.settings,
     };
     const context: Omit<ActContext, 'run'> = {
-      obs, spec, pods: account && runpodPodBackend(account.client, { maxRateLimitWaitMs: workerRateLimitWaitMs }), sshKeys, runs: this.runs, ssh, jobHost,
+      obs, spec, pods: account && runpodPodBackend(account.client, { maxRateLimitWaitMs: this.#options.settings.timings.workerRateLimitWaitMs }), sshKeys, runs: this.runs, ssh, jobHost,
       now: () => this.#now(),
       jobInputs: jobInputs.ok ? jobInputs.inputs : undefined,
       resultLocation: location, s3,

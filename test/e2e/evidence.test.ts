@@ -22,7 +22,9 @@ describe('evidence under list lag', { concurrency: true }, () => {
       await world.deleteRun('lostlag');
     }, { sim: { listLag: { createdMs: 20_000 } } }));
 
-  test('a new pod unlisted and 404 for 70 s (past the minute a new pod may be missing) is not judged gone on quick 404s', () =>
+  // testTimings: a new pod may be missing for 30 s (production: a minute), then three 404s 5 s apart
+  // (10 s) must span 10 s: a lag between the two tells quick 404s from spaced ones.
+  test('a new pod unlisted and 404 for 35 s (past the 30 s a new pod may be missing here) is not judged gone on quick 404s', () =>
     withWorld('slowlist', async (world) => {
       // Ready in time once listed: the lag is not the pod's fault.
       await world.apply(runManifest('slowlist', { limits: { maxRuntimeSeconds: 600, readyTimeoutSeconds: 180 } }));
@@ -31,19 +33,19 @@ describe('evidence under list lag', { concurrency: true }, () => {
       assert.equal(run.status?.attempts?.length, 1);
       assert.equal((await simPods(world.sim.adminUrl)).length, 1);
       await world.deleteRun('slowlist');
-    }, { sim: { listLag: { createdMs: 70_000, get: true } } }));
+    }, { sim: { listLag: { createdMs: 35_000, get: true } } }));
 
-  test('a pod judged gone (unlisted and 404 for 100 s) that then shows up is deleted, not abandoned', () =>
+  test('a pod judged gone (unlisted and 404 for 55 s) that then shows up is deleted, not abandoned', () =>
     withWorld('comeback', async (world) => {
       await world.apply(runManifest('comeback'));
       const lost = await world.waitForRun('comeback', 'PodLost', (r) => r.status?.reason === 'PodLost', 150_000);
       assert.equal(lost.status?.phase, 'Failed');
       // Once listed, the pod the run judged gone is deleted by the controller (the leak check proves it is gone).
       await world.waitForRun('comeback', 'its pod deleted', (r) => r.status?.pod?.state === 'Deleted' && r.status.pod.deletedAt !== undefined
-        && Date.parse(r.status.pod.deletedAt) - Date.parse(r.status.pod.createdAt ?? '') > 100_000, 120_000);
+        && Date.parse(r.status.pod.deletedAt) - Date.parse(r.status.pod.createdAt ?? '') > 55_000, 120_000);
       const pods = await simPods(world.sim.adminUrl);
       assert.equal(pods.length, 1);
       assert.equal(pods[0]?.deletedBy, 'account', 'deleted by the controller once it showed up again');
       await world.deleteRun('comeback');
-    }, { sim: { listLag: { createdMs: 100_000, get: true } } }));
+    }, { sim: { listLag: { createdMs: 55_000, get: true } } }));
 });

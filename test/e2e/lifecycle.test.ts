@@ -129,8 +129,8 @@ describe('a run\'s life', () => {
       while (Date.now() < deadline && (await simPods(world.sim.adminUrl)).some((pod) => pod.deletedAt === null)) await sleep(500);
       assert.equal((await simPods(world.sim.adminUrl))[0]?.deletedBy, 'pod');
       await world.startController();
-      // The pod was never listed before the stop: a minute of list-lag tolerance, then three 404s 10 s
-      // apart and a later list without it, before the controller may call it gone.
+      // The pod was never listed before the stop: the list-lag tolerance (30 s in testTimings), then
+      // three 404s 5 s apart and a later list without it, before the controller may call it gone.
       const run = await world.waitForRun('boot', 'Failed', ended, 150_000);
       assert.equal(run.status?.reason, 'BootTimeout');
       await world.deleteRun('boot');

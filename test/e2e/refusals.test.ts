@@ -1,4 +1,4 @@
-// What Runpod refuses, end to end: a Retry-After longer than a minute, the account spend limit, and a
+// What Runpod refuses, end to end: a Retry-After longer than a worker waits for its account (5 s), the account spend limit, and a
 // key lacking a scope. Waits never fail a run nor walk the GPU list; a missing scope ends it clearly.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -14,9 +14,9 @@ async function eventsOf(namespace: string): Promise<string> {
 }
 
 describe('refusals', () => {
-  test('a 429 with a 75 s Retry-After: Pending/RateLimited, no create storm, then the same attempt succeeds', () =>
+  test('a 429 with a 25 s Retry-After: Pending/RateLimited, no create storm, then the same attempt succeeds', () =>
     withWorld('ratelimited', async (world) => {
-      await injectFault(world.sim.adminUrl, { fault: 'rate-limit', method: 'POST', path: '/v2/pods', retryAfterSeconds: 75 });
+      await injectFault(world.sim.adminUrl, { fault: 'rate-limit', method: 'POST', path: '/v2/pods', retryAfterSeconds: 25 });
       await world.apply(runManifest('ratelimited'));
       const waiting = await world.waitForRun('ratelimited', 'RateLimited', (r) => r.status?.reason === 'RateLimited');
       assert.equal(waiting.status?.phase, 'Pending');

@@ -1,6 +1,7 @@
 // What the decide() tests share: one clock, one spec, one observation, one pod, one pod state, and
 // the statuses most tests start from. A file that needs other defaults passes them (options or a
 // one-line wrapper in that file), rather than copying these.
+import { defaultTimings } from '../../src/run/decide/timings.ts';
 import assert from 'node:assert/strict';
 import { parseSpec, type SpecVerdict } from '../../src/api/runpodrun.ts';
 import type { RunpodRunStatus } from '../../src/api/status.ts';
@@ -40,7 +41,7 @@ export function observe(over: Partial<Observation> = {}, status: RunpodRunStatus
     deletions: {},
     jobInputs: { ok: true },
     retrievalFailures: 0,
-    settings: { ambiguousLookupMs: 10_000, deadlineMarginMs: 60_000, goneLooks: 3, pollIntervalMs: 5000 },
+    settings: { ambiguousLookupMs: 10_000, deadlineMarginMs: 60_000, goneLooks: 3, pollIntervalMs: 5000, timings: defaultTimings },
     ...over,
   };
 }

@@ -3,6 +3,7 @@
 // reconciler adopts the store's commit once the transfer is settled). Driven by a real
 // RunReconciler with a pool the test controls, against a real kube-apiserver and the simulator:
 // nothing reconciles between the settle and the vanish. Ends with the leak check.
+import { defaultTimings } from '../../src/run/decide/timings.ts';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -47,7 +48,7 @@ test('a transfer that settled verified before its pod vanished still gives the r
   const accounts = new Accounts({ baseUrl: sim.baseUrl, clusterId: 'cluster-a', pollIntervalMs: 500, logger: createLogger('silent'), onPodsChanged: () => {} });
   const reconciler = new RunReconciler({
     kubeConfig, accounts, clusterId: 'cluster-a', scope: installScope(namespace), runpodApiUrl: sim.baseUrl, resultsDir, watchdogPeriodMs: 10_000,
-    settings: { ambiguousLookupMs: 1000, deadlineMarginMs: 5000, goneLooks: 3, pollIntervalMs: 500 },
+    settings: { ambiguousLookupMs: 1000, deadlineMarginMs: 5000, goneLooks: 3, pollIntervalMs: 500, timings: defaultTimings },
     events: { record: () => {} }, logger: createLogger('silent'),
   });
   let settled!: () => void;

@@ -6,6 +6,7 @@
 //   it: a pass lists its accounts one after the other (a 429 on a delete alone can hold it for a
 //   minute), so a run the API server did not have at the pass's first read may own a pod that the
 //   next account's list shows.
+import { defaultTimings } from '../../src/run/decide/timings.ts';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -55,7 +56,7 @@ test('a reconcile whose view of the run is older than the write that recorded it
     accountsOf.push(accounts);
     return new RunReconciler({
       kubeConfig, accounts, clusterId: 'cluster-a', scope: installScope(namespace), runpodApiUrl: sim.baseUrl, resultsDir, watchdogPeriodMs: 10_000,
-      settings: { ambiguousLookupMs: 2000, deadlineMarginMs: 5000, goneLooks: 3, pollIntervalMs: 1000 },
+      settings: { ambiguousLookupMs: 2000, deadlineMarginMs: 5000, goneLooks: 3, pollIntervalMs: 1000, timings: defaultTimings },
       events: { record: () => {} }, logger: createLogger('silent'),
     });
   };

@@ -11,6 +11,7 @@ import { group, plural, version, type RunpodRun } from '../../src/api/runpodrun.
 import { configSchema } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { startController, type RunningController } from '../../src/main.ts';
+import type { Timings } from '../../src/run/decide/timings.ts';
 import { assertNoLeaks } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator, type SimConfigInput } from '../runpod-sim/server.ts';
 import { createTestNamespace, testCluster } from './cluster.ts';
@@ -40,8 +41,27 @@ export interface World {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
+/**
+ * The run loop's waits and bounds in a test's world, compressed from decide/timings.ts's production
+ * values (as cert-manager's integration tests step a fake clock past a long backoff): each still
+ * longer than this world's 2 s poll and the simulator's lags a test sets (20 s at most), so the rules
+ * they test hold.
+ */
+export const testTimings: Partial<Timings> = {
+  newPodListLagToleranceMs: 30_000,
+  lookSpacingMs: 1000,
+  deletedListLagToleranceMs: 30_000,
+  goneLookSpacingMs: 5000,
+  startAgainBoundMs: 20_000,
+  graceRenewalMinMs: 30_000,
+  resendUnconfirmedDeleteMs: 20_000,
+  // The spend, rate-limit and capacity spacings stay as in production: tests count the creates they allow.
+};
+
 export interface WorldOptions {
   sim?: SimConfigInput; pollInterval?: string; deadlineMargin?: string; watchdogPeriod?: string;
+  /** Over testTimings (production values where a test needs one). */
+  timings?: Partial<Timings>;
   /** What the controller calls instead of this world's simulator (a validating proxy in front of it); pods still call the simulator. */
   apiFront?: (sim: RunningSimulator) => string;
 }
@@ -72,7 +92,7 @@ export async function startWorld(prefix: string, options: WorldOptions = {}): Pr
       };
       const config = configSchema.parse(Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined)));
       const logger = createLogger('debug', { write: (line: string) => { logLines.push(line); } });
-      controller = await startController(config, { logger, podApiUrl: sim.baseUrl, onLostLeadership: () => logLines.push('{"msg":"lost leadership"}') });
+      controller = await startController(config, { logger, podApiUrl: sim.baseUrl, timings: { ...testTimings, ...options.timings }, onLostLeadership: () => logLines.push('{"msg":"lost leadership"}') });
     },
     async stopController() {
       await controller?.stop();

@@ -14,7 +14,6 @@ import type { RunpodRunSpec } from '../../api/spec.ts';
 import type { ActContext } from './context.ts';
 import { createPod } from './create-pod.ts';
 import { abortRetrievalBeforeDelete, retrieve } from './retrieve.ts';
-import { resendUnconfirmedDeleteMs } from '../decide/timings.ts';
 
 export type { ActContext, ReconcilerMetrics, RetrievalPool } from './context.ts';
 export { podView } from './create-pod.ts';
@@ -139,7 +138,7 @@ async function lookForGonePod(ctx: ActContext, podId: string): Promise<void> {
   if (await pods.lookForPod(podId, ctx.signal) === 'found') {
     // Alive after all: the evidence restarts, and a delete that did not take is sent again.
     deletion.notFoundLooks = 0;
-    if (deletion.sentAt && ctx.now().getTime() - deletion.sentAt.getTime() > resendUnconfirmedDeleteMs) delete deletion.sentAt;
+    if (deletion.sentAt && ctx.now().getTime() - deletion.sentAt.getTime() > ctx.obs.settings.timings.resendUnconfirmedDeleteMs) delete deletion.sentAt;
   } else {
     deletion.notFoundLooks++;
   }

@@ -19,7 +19,6 @@ import { followPod } from './following.ts';
 import { applyRetrievalOutcome } from './learn.ts';
 import { updateCost } from './cost.ts';
 import { done, everCreated, fail, isLive, markCurrentPodForDeletion, phase, step, wait, type Context, type Step } from './step.ts';
-import { cancelRetrieveBoundMs } from './timings.ts';
 
 export { applyCreateOutcome, applyProbeOutcome, applyRetrievalOutcome, learn } from './learn.ts';
 export type { CreateOutcome, Outcome, ProbeOutcome, RetrievalOutcome } from './outcome.ts';
@@ -161,7 +160,7 @@ function guardWithoutCredentials(ctx: Context, spec: RunpodRunSpec, unusable: { 
 function cancelNeedsThePod(ctx: Context, spec: RunpodRunSpec): boolean {
   const { status, obs } = ctx;
   const since = Date.parse(status.conditions?.find((c) => c.type === 'CancelRequested')?.lastTransitionTime ?? obs.now.toISOString());
-  const bound = Math.min(spec.limits.retrieveGraceSeconds * 1000, cancelRetrieveBoundMs);
+  const bound = Math.min(spec.limits.retrieveGraceSeconds * 1000, obs.settings.timings.cancelRetrieveBoundMs);
   return conditionIs(status, 'PodReady') && status.job?.startedAt !== undefined
     && !status.results?.retrievedAt && obs.retrievalFailures < 3 && obs.now.getTime() <= since + bound;
 }

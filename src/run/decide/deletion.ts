@@ -6,7 +6,6 @@ import { skipCleanupAnnotation } from '../../api/runpodrun.ts';
 import type { RunpodRunSpec } from '../../api/spec.ts';
 import { done, everCreated, markCurrentPodForDeletion, step, wait, type Context, type Step } from './step.ts';
 import { adoptAfterAmbiguousCreate } from './provisioning.ts';
-import { lookSpacingMs, deletedListLagToleranceMs } from './timings.ts';
 
 export function cleanUpForDeletion(ctx: Context): Step {
   const { obs, status } = ctx;
@@ -141,15 +140,15 @@ function deletionStep(obs: Observation, podId: string): Step | undefined {
   const deletion: Deletion = obs.deletions[podId] ?? { notFoundLooks: 0 };
   const listedAt = obs.pods?.listedAt;
   const listed = obs.pods?.items.some((pod) => pod.id === podId) ?? false;
-  if (!deletion.sentAt) return step({ type: 'deletePod', podId }, lookSpacingMs);
+  if (!deletion.sentAt) return step({ type: 'deletePod', podId }, obs.settings.timings.lookSpacingMs);
   const listIsNewer = listedAt !== undefined && listedAt > deletion.sentAt;
-  if (deletion.notFoundLooks < obs.settings.goneLooks) return step({ type: 'lookForGonePod', podId }, lookSpacingMs);
+  if (deletion.notFoundLooks < obs.settings.goneLooks) return step({ type: 'lookForGonePod', podId }, obs.settings.timings.lookSpacingMs);
   if (!listIsNewer) return wait(obs.settings.pollIntervalMs);
   if (listed) {
     // Every GET says gone but a newer list still shows the pod: Runpod's list lags behind deletes. The
     // list's word alone never sends another delete (a GET that finds the pod alive resets the looks,
     // and that resends it); the pod is looked at now and then, and past the tolerance the GETs win.
-    if (obs.now.getTime() - deletion.sentAt.getTime() < deletedListLagToleranceMs) {
+    if (obs.now.getTime() - deletion.sentAt.getTime() < obs.settings.timings.deletedListLagToleranceMs) {
       return step({ type: 'lookForGonePod', podId }, obs.settings.pollIntervalMs);
     }
   }

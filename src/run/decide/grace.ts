@@ -25,7 +25,7 @@ export function graceRenewal(ctx: Context, spec: RunpodRunSpec): number | undefi
   const transfer = obs.transfer;
   if (spec.keepPod || !status.pod || !status.job?.finishedAt || !transfer || transfer.state === 'settled') return undefined;
   const now = obs.now.getTime();
-  const renewal = graceRenewalMs(obs.settings.pollIntervalMs);
+  const renewal = graceRenewalMs(obs.settings.timings, obs.settings.pollIntervalMs);
   if (retrieveGraceEnd(status, spec) - now > renewal / 2) return undefined;
   const deadline = Date.parse(status.pod.deadline ?? '');
   const until = Number.isFinite(deadline) ? Math.min(now + renewal, deadline) : now + renewal;

@@ -8,7 +8,6 @@ import { fail, phase, type Context } from './step.ts';
 import { retireCurrentPod } from './cost.ts';
 import { podStatusFrom } from './provisioning.ts';
 import type { CreateOutcome, Outcome, ProbeOutcome, RetrievalOutcome } from './outcome.ts';
-import { spendRetrySpacingMs } from './timings.ts';
 
 const heldBack: Record<Exclude<SpendClaim, 'granted'>, string> = {
   'refused-lately': 'Runpod refused a create of this account under its spend limit moments ago',
@@ -61,7 +60,7 @@ export function applyCreateOutcome(obs: Observation, status: RunpodRunStatus, at
       const why = `${heldBack[outcome.why]} (${headroom(outcome.spend)})`;
       attempt.outcome = 'SpendLimited';
       attempt.message ??= why;
-      attempt.retryAfter = new Date(obs.now.getTime() + spendRetrySpacingMs).toISOString();
+      attempt.retryAfter = new Date(obs.now.getTime() + obs.settings.timings.spendRetrySpacingMs).toISOString();
       status.waitingSince ??= obs.now.toISOString();
       phase(ctx, 'Pending', 'SpendLimitReached', `${why}; pod ${attempt.name} waits, trying again at ${attempt.retryAfter}`);
       return;

@@ -3,6 +3,7 @@
 import type { SpecVerdict } from '../../api/runpodrun.ts';
 import type { PodState } from '../../pod/job.ts';
 import type { Reason, RunpodRunStatus } from '../../api/status.ts';
+import type { Timings } from './timings.ts';
 
 /** One Runpod pod of this run, as the account's shared pod list last showed it. */
 export interface PodView {
@@ -100,6 +101,8 @@ export interface DecideSettings {
   /** GETs answering 404 needed before a pod is taken as gone. */
   goneLooks: number;
   pollIntervalMs: number;
+  /** Every other wait and bound (timings.ts): the defaults in production, compressed in a test's world. */
+  timings: Timings;
 }
 
 export type Action =

@@ -7,7 +7,6 @@ import type { DeleteFailure } from '../../pod/index.ts';
 import { reasonOfDeleteRule, whatIsKnown } from './pod-ended.ts';
 import { fail, phase, step, wait, type Context, type PodContext, type Step } from './step.ts';
 import { retrieveGraceEnd } from './grace.ts';
-import { newPodListLagToleranceMs, goneLookSpacingMs, startAgainBoundMs } from './timings.ts';
 
 /** The current pod is not in the list: gone on its own (watchdog, host failure) or a listing lag. */
 export function podMissing(ctx: PodContext, deadline: number): Step {
@@ -22,6 +21,7 @@ export function podMissing(ctx: PodContext, deadline: number): Step {
   const sinceLook = evidence?.lookedAt ? obs.now.getTime() - evidence.lookedAt.getTime() : Infinity;
   if ((evidence?.notFoundLooks ?? 0) < obs.settings.goneLooks) {
     // Spaced in time, not by the requeue alone: any event may wake the reconcile sooner.
+    const { goneLookSpacingMs } = obs.settings.timings;
     if (sinceLook < goneLookSpacingMs) return wait(goneLookSpacingMs - sinceLook);
     return step({ type: 'lookForGonePod', podId: pod.id }, goneLookSpacingMs);
   }
@@ -87,7 +87,7 @@ function startAgain(ctx: PodContext, deadline: number): Step | undefined {
     phase(ctx, 'Retrieving', 'Retrieving', `pod ${pod.name} went EXITED after the job exited with code ${job.exitCode}, before its results were retrieved; starting it again to fetch them from its volume`);
     return step({ type: 'startPod', podId: pod.id }, 5000);
   }
-  if (now >= Date.parse(pod.startedAgainAt) + startAgainBoundMs) return undefined;
+  if (now >= Date.parse(pod.startedAgainAt) + obs.settings.timings.startAgainBoundMs) return undefined;
   phase(ctx, 'Retrieving', 'Retrieving', `pod ${pod.name} was started again at ${pod.startedAgainAt} to fetch its results; waiting for it to run`);
   return wait(5000);
 }
@@ -114,7 +114,7 @@ export function watchdogCouldNotDelete(ctx: PodContext, failure: DeleteFailure):
 function neverListedYet(ctx: PodContext): Step | undefined {
   const { obs, pod } = ctx;
   const age = obs.now.getTime() - Date.parse(pod.createdAt ?? obs.now.toISOString());
-  if (age > newPodListLagToleranceMs) return undefined;
+  if (age > obs.settings.timings.newPodListLagToleranceMs) return undefined;
   phase(ctx, 'Provisioning', 'WaitingForSsh', `pod ${pod.name} (${pod.id}) was created; waiting for Runpod to list it`);
   return wait(Math.min(obs.settings.pollIntervalMs, 5000));
 }

@@ -6,7 +6,6 @@ import type { RunpodRunSpec } from '../../api/spec.ts';
 import { isRefused, judgeRefusedAttempt, nextCapacityRound, queueDeadline } from './refused-creates.ts';
 import { fail, phase, step, wait, type Context, type Step } from './step.ts';
 import { formatUsd, retireCurrentPod } from './cost.ts';
-import { newPodListLagToleranceMs } from './timings.ts';
 
 /** Attempts a run may make before it gives up (bounded status size). */
 const maxAttempts = 32;
@@ -42,7 +41,7 @@ function adoptOrGiveUp(ctx: Context, lost: NonNullable<RunpodRunStatus['attempts
   // Only lists started after the answer was lost count (one taken while the request hung proves
   // nothing), and only once a new pod has had the time to show up in them (lists lag behind creates).
   const lookedLongEnough = obs.pods !== undefined
-    && obs.pods.listedAt.getTime() >= Date.parse(lost.lostAt) + Math.max(obs.settings.ambiguousLookupMs, newPodListLagToleranceMs);
+    && obs.pods.listedAt.getTime() >= Date.parse(lost.lostAt) + Math.max(obs.settings.ambiguousLookupMs, obs.settings.timings.newPodListLagToleranceMs);
   if (lookedLongEnough) {
     lost.outcome = 'Failed';
     lost.message = 'the create answer was lost and no pod with its name appeared';

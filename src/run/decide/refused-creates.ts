@@ -8,7 +8,6 @@
 //   same way, so the wait is never a reason to try the next type.
 import type { Reason, RunpodRunStatus } from '../../api/status.ts';
 import type { Observation, SpendFacts } from './model.ts';
-import { spendRetrySpacingMs, spendBlindRetryMs, defaultRateLimitWaitMs, capacityRetryMinMs, capacityRetryMaxMs } from './timings.ts';
 
 type Attempt = NonNullable<RunpodRunStatus['attempts']>[number];
 
@@ -69,8 +68,8 @@ export function judgeRefusedAttempt(obs: Observation, status: RunpodRunStatus, a
 
 /** When a refused attempt may be sent again: Retry-After for a 429; for the spend limit, by what the figures say. */
 export function retryAfterRefusal(obs: Observation, kind: 'rate-limited' | 'spend-limit', retryAfterMs: number | undefined, spend: SpendFacts | undefined): Date {
-  if (kind === 'rate-limited') return new Date(obs.now.getTime() + Math.max(1000, retryAfterMs ?? defaultRateLimitWaitMs));
-  return new Date(obs.now.getTime() + (roomFor(spend) === undefined ? spendBlindRetryMs : spendRetrySpacingMs));
+  if (kind === 'rate-limited') return new Date(obs.now.getTime() + Math.max(1000, retryAfterMs ?? obs.settings.timings.defaultRateLimitWaitMs));
+  return new Date(obs.now.getTime() + (roomFor(spend) === undefined ? obs.settings.timings.spendBlindRetryMs : obs.settings.timings.spendRetrySpacingMs));
 }
 
 // --- no capacity on any type ----------------------------------------------------------------------
@@ -82,7 +81,7 @@ export function retryAfterRefusal(obs: Observation, kind: 'rate-limited' | 'spen
 /** When the next walk over the types may start. Pure: the jitter is drawn from the run and the moment. */
 export function nextCapacityRound(obs: Observation, waitingSince: number): Date {
   const now = obs.now.getTime();
-  const base = Math.min(capacityRetryMaxMs, Math.max(capacityRetryMinMs, (now - waitingSince) / 2));
+  const base = Math.min(obs.settings.timings.capacityRetryMaxMs, Math.max(obs.settings.timings.capacityRetryMinMs, (now - waitingSince) / 2));
   const jitter = 0.8 + 0.4 * unitHash(`${obs.run.uid}/${now}`);
   return new Date(now + Math.round(base * jitter));
 }
