@@ -182,7 +182,13 @@ export class RunReconciler {
       await resolveJobInputs(this.runs, namespace, spec.job);
       this.#jobInputsRead.add(uid);
     }
-    const ssh = await this.#connectIfReady(run, status, sshKeys, call.signal);
+    const listed = snapshot && (snapshot.byRun.get(uid) ?? []).map(podView);
+    // A pod that restarted its container has new port mappings: the list knows them before the status
+    // does, so a usable account's first list is waited for (decide waits for it too); while Runpod
+    // refuses the key, or there is none, the status's endpoint is all there is.
+    const endpoint = listed?.find((pod) => pod.id === status.pod?.id)?.ssh;
+    const firstListDue = account !== undefined && !snapshot && !account.observer.refused;
+    const ssh = firstListDue ? undefined : await this.#connectIfReady(run, status, sshKeys, endpoint, call.signal);
     const jobHost = sshJobHost(ssh, { runDir: runDirOf(uid), stateDir: stateDirOf(uid) }, () => this.#now().getTime());
     const podState = ssh ? await jobHost.readState(call.signal).catch((error: unknown) => this.#unreadable(run, error)) : undefined;
     const now = this.#now();
@@ -212,7 +218,7 @@ export class RunReconciler {
         : { found: false, invalid: keyRead.invalid, message: keyRead.message },
       sshKeysReady: sshKeys !== undefined,
       ...(sshSecretConflict ? { sshSecretConflict } : {}),
-      pods: snapshot && { listedAt: snapshot.listedAt, items: (snapshot.byRun.get(uid) ?? []).map(podView) },
+      pods: snapshot && listed && { listedAt: snapshot.listedAt, items: listed },
       catalog: this.#evidence.catalog(uid),
       deletions: this.#evidence.deletions(),
       jobInputs: jobInputs.ok ? { ok: true } : jobInputs,
@@ -264,15 +270,20 @@ export class RunReconciler {
     }
   }
 
-  /** One SSH connection per reconcile to a ready, live pod; undefined when there is none or it does not answer. */
-  async #connectIfReady(run: RunpodRun, status: RunpodRunStatus, keys: SshSecret | undefined, signal?: AbortSignal): Promise<SshConnection | undefined> {
+  /**
+   * One SSH connection per reconcile to a ready, live pod; undefined when there is none or it does not
+   * answer. At `listed` (the endpoint the account's list shows for it) when known, else the status's.
+   */
+  async #connectIfReady(run: RunpodRun, status: RunpodRunStatus, keys: SshSecret | undefined, listed: { host: string; port: number } | undefined, signal?: AbortSignal): Promise<SshConnection | undefined> {
     const pod = status.pod;
-    if (!keys || !pod?.sshHost || !pod.sshPort || !conditionIs(status, 'PodReady') || isTerminal(status.phase)) return undefined;
+    const host = listed?.host ?? pod?.sshHost;
+    const port = listed?.port ?? pod?.sshPort;
+    if (!keys || !host || !port || !conditionIs(status, 'PodReady') || isTerminal(status.phase)) return undefined;
     // EXITED / ERROR: no container runs to answer (decide deletes such a pod).
-    if (['Deleting', 'Deleted', 'EXITED', 'ERROR'].includes(pod.state ?? '') || run.metadata.deletionTimestamp) return undefined;
+    if (['Deleting', 'Deleted', 'EXITED', 'ERROR'].includes(pod?.state ?? '') || run.metadata.deletionTimestamp) return undefined;
     try {
       const connection = await connectPinned({
-        host: pod.sshHost, port: pod.sshPort, username: 'root',
+        host, port, username: 'root',
         privateKey: keys.clientPrivateKey, hostPublicKey: keys.hostPublicKey, readyTimeoutMs: 15_000, ...(signal ? { signal } : {}),
       });
       this.#options.metrics?.sshConnection('ok');

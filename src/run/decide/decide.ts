@@ -15,7 +15,7 @@ import type { Reason, RunpodRunStatus } from '../../api/status.ts';
 import type { RunpodRunSpec } from '../../api/spec.ts';
 import { continueDeletions, afterTheEnd, cleanUpForDeletion, markStrays } from './deletion.ts';
 import { adoptAfterAmbiguousCreate, provision } from './provisioning.ts';
-import { followPod } from './following.ts';
+import { followJobOverSsh, followPod } from './following.ts';
 import { applyRetrievalOutcome } from './learn.ts';
 import { updateCost } from './cost.ts';
 import { done, everCreated, fail, isLive, markCurrentPodForDeletion, phase, step, wait, type Context, type Step } from './step.ts';
@@ -131,25 +131,35 @@ function listRefusal(credentials: Observation['credentials']): { reason: 'Creden
 /**
  * The key cannot be used (gone, malformed, or refused and not confirmed yet) while the run may have
  * a pod (a create was sent): the run keeps its phase, and the deadline (+ margin) and the cost cap
- * still end it and delete the pod (with the last usable key, when the act has one); nothing else
- * happens until the key is usable (`idle`: when to look again).
+ * still end it and delete the pod (with the last usable key, when the act has one). What needs SSH
+ * only goes on (followJobOverSsh: a job's end and its retrieval); nothing else happens until the key
+ * is usable (`idle`: when to look again).
  */
 function guardWithoutCredentials(ctx: Context, spec: RunpodRunSpec, unusable: { reason: Reason; cause: string; until: string }, idle: Step = { action: { type: 'none' }, requeue: 'backoff' }): Step {
   const { obs, status } = ctx;
   const pod = status.pod;
   const { reason, cause, until } = unusable;
-  phase(ctx, status.phase ?? 'Provisioning', reason, `${cause}; the run keeps its pod and its limits ${until}`);
-  if (pod?.id && pod.state !== 'Deleted' && pod.state !== 'Deleting') {
-    const cap = spec.limits.maxCostUsd;
-    // The limit is the cause; the key is a fact of the moment (it may have failed only just now).
-    const meanwhile = `; deleted by the controller (when this was checked, the key could not be used: ${cause})`;
-    if (obs.now.getTime() > Date.parse(pod.deadline ?? '') + obs.settings.deadlineMarginMs) {
-      fail(ctx, 'DeadlineExceeded', `the pod outlived spec.limits.maxRuntimeSeconds (${spec.limits.maxRuntimeSeconds}s)${meanwhile}`);
-    } else if (cap !== undefined && Number(status.estimatedCostUsd ?? 0) >= Number(cap)) {
-      fail(ctx, 'CostCapReached', `the estimated spend ${status.estimatedCostUsd ?? '0'} USD reached spec.limits.maxCostUsd (${cap})${meanwhile}`);
-    }
+  const message = `${cause}; the run keeps its pod and its limits ${until}`;
+  phase(ctx, status.phase ?? 'Provisioning', reason, message);
+  if (!isLive(pod) || pod.state === 'Deleting') return continueDeletions(ctx) ?? idle;
+  const cap = spec.limits.maxCostUsd;
+  // The limit is the cause; the key is a fact of the moment (it may have failed only just now).
+  const meanwhile = `; deleted by the controller (when this was checked, the key could not be used: ${cause})`;
+  if (obs.now.getTime() > Date.parse(pod.deadline ?? '') + obs.settings.deadlineMarginMs) {
+    fail(ctx, 'DeadlineExceeded', `the pod outlived spec.limits.maxRuntimeSeconds (${spec.limits.maxRuntimeSeconds}s)${meanwhile}`);
+    return continueDeletions(ctx) ?? idle;
   }
-  return continueDeletions(ctx) ?? idle;
+  if (cap !== undefined && Number(status.estimatedCostUsd ?? 0) >= Number(cap)) {
+    fail(ctx, 'CostCapReached', `the estimated spend ${status.estimatedCostUsd ?? '0'} USD reached spec.limits.maxCostUsd (${cap})${meanwhile}`);
+    return continueDeletions(ctx) ?? idle;
+  }
+  if (status.results?.retrievedAt && spec.keepPod) return finish(ctx);
+  if (obs.transfer?.state === 'settled' && !status.results?.retrievedAt) return step({ type: 'retrieveResults' });
+  const following = followJobOverSsh({ ...ctx, pod }, spec);
+  if (!following) return idle;
+  // The key is what the user must act on: it stays the reason; what SSH does meanwhile is said after it.
+  if (!isTerminal(status.phase) && status.reason !== reason) phase(ctx, status.phase ?? 'Running', reason, `${message}; meanwhile over SSH: ${status.message ?? ''}`);
+  return following;
 }
 
 /**

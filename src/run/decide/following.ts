@@ -5,7 +5,7 @@ import { setCondition, conditionIs } from './conditions.ts';
 import type { RunpodRunStatus, Reason } from '../../api/status.ts';
 import type { RunpodRunSpec } from '../../api/spec.ts';
 import { whatIsKnown } from './pod-ended.ts';
-import { fail, phase, step, wait, type Context, type PodContext, type Step } from './step.ts';
+import { fail, phase, step, wait, type Context, type LivePodContext, type PodContext, type Step } from './step.ts';
 import { formatUsd, updateCost } from './cost.ts';
 import { missingAtDeadline, podMissing, podStopped, watchdogCouldNotDelete } from './pod-gone.ts';
 import { graceRenewal, retrieveGraceEnd } from './grace.ts';
@@ -101,8 +101,25 @@ function gracePassed(ctx: Context, spec: RunpodRunSpec): [Reason, string] | unde
   return undefined;
 }
 
+/**
+ * What SSH alone still does while Runpod cannot be asked (the key is gone, malformed, or refused and
+ * not confirmed yet): a ready pod whose job started keeps being followed (its exit recorded, its results
+ * retrieved, keepPod set), as the pod's deadline does not wait for the key. Nothing is started and
+ * nothing needs Runpod. Undefined: nothing SSH can do (not ready, not read, or no job started).
+ */
+export function followJobOverSsh(ctx: LivePodContext, spec: RunpodRunSpec): Step | undefined {
+  const state = ctx.obs.podState;
+  if (!conditionIs(ctx.status, 'PodReady') || !state || (state.job.status === 'none' && !ctx.status.job?.startedAt)) return undefined;
+  const graceOver = gracePassed(ctx, spec);
+  if (graceOver) {
+    ctx.pod.state = 'Deleting';
+    return fail(ctx, ...graceOver);
+  }
+  return followJob(ctx, spec);
+}
+
 /** A ready pod: verdicts, keepPod, start, follow, cancel and retrieve, read from one SSH exec per poll. */
-function followJob(ctx: PodContext, spec: RunpodRunSpec): Step {
+function followJob(ctx: LivePodContext, spec: RunpodRunSpec): Step {
   const { obs, status, pod } = ctx;
   const state = obs.podState;
   if (!state) return wait(Math.min(obs.settings.pollIntervalMs, 5000));

@@ -5,7 +5,7 @@ import { conditionIs } from './conditions.ts';
 import type { Reason } from '../../api/status.ts';
 import type { DeleteFailure } from '../../pod/index.ts';
 import { reasonOfDeleteRule, whatIsKnown } from './pod-ended.ts';
-import { fail, phase, step, wait, type Context, type PodContext, type Step } from './step.ts';
+import { fail, phase, step, wait, type Context, type LivePodContext, type PodContext, type Step } from './step.ts';
 import { retrieveGraceEnd } from './grace.ts';
 
 /** The current pod is not in the list: gone on its own (watchdog, host failure) or a listing lag. */
@@ -93,7 +93,7 @@ function startAgain(ctx: PodContext, deadline: number): Step | undefined {
 }
 
 /** The watchdog wanted the pod gone and could not delete it (.pod/watchdog.delete): the controller does, now. */
-export function watchdogCouldNotDelete(ctx: PodContext, failure: DeleteFailure): Step {
+export function watchdogCouldNotDelete(ctx: LivePodContext, failure: DeleteFailure): Step {
   const { status, pod } = ctx;
   pod.state = 'Deleting';
   const reason = reasonOfDeleteRule(failure, status);

@@ -15,11 +15,11 @@ export type LivePod = NonNullable<RunpodRunStatus['pod']> & { id: string };
 
 export const isLive = (pod: RunpodRunStatus['pod']): pod is LivePod => pod?.id !== undefined && pod.state !== 'Deleted';
 
-/** While the run follows its live pod: the pod, and the account's pod list this reconcile saw. */
-export interface PodContext extends Context {
-  pod: LivePod;
-  list: NonNullable<Observation['pods']>;
-}
+/** While the run follows its live pod. */
+export interface LivePodContext extends Context { pod: LivePod }
+
+/** ... and the account's pod list this reconcile saw. */
+export interface PodContext extends LivePodContext { list: NonNullable<Observation['pods']> }
 
 export type Step = Omit<Decision, 'status' | 'events'>;
 export const step = (action: Action, afterMs = 0): Step => ({ action, requeue: { afterMs } });

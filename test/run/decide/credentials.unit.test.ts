@@ -114,3 +114,50 @@ describe('Runpod refuses the key on the pod list', () => {
     assert.equal(back.status.reason, 'JobRunning');
   });
 });
+
+describe('what SSH alone still does while the key cannot be used (chaos seed 1807, chaos-004-keep-pod)', () => {
+  const unconfirmed = { found: true as const, rejected: true, refused: { lists: 1, since: at(290), confirmed: false } };
+  const missing = { found: false as const, message: 'Secret ns/runpod not found' };
+  const exited = state({}, { status: 'exited', startedAt: unixAt(10), endedAt: unixAt(250), exitCode: 0 });
+
+  test('a job that exited is recorded and its results retrieved; the key stays the reason, what SSH does follows it', () => {
+    for (const credentials of [unconfirmed, missing]) {
+      const d = decide(observe(300, runningStatus(), { credentials, podState: exited, pods: undefined }));
+      assert.deepEqual(d.action, { type: 'retrieveResults' }, JSON.stringify(credentials));
+      assert.equal(d.status.phase, 'Retrieving');
+      assert.equal(d.status.reason, credentials.found ? 'CredentialsRejected' : 'CredentialsMissing');
+      assert.match(d.status.message!, /keeps its pod and its limits .*; meanwhile over SSH: the job exited with code 0; retrieving/);
+      assert.equal(d.status.job?.exitCode, 0);
+      assert.equal(d.status.job?.finishedAt, at(250).toISOString());
+    }
+  });
+
+  test('a kept pod whose results are in: the run succeeds without Runpod; a pod to delete waits for the key', () => {
+    const kept = spec({ keepPod: true });
+    const retrieved = { ...runningStatus(kept), job: { startedAt: at(10).toISOString(), finishedAt: at(250).toISOString(), exitCode: 0 }, results: { files: 1, bytes: 10, location: '/r', retrievedAt: at(280).toISOString() } };
+    const d = decide(observe(300, retrieved, { spec: kept, credentials: unconfirmed, podState: { ...exited, keep: true }, pods: undefined }));
+    assert.equal(d.status.phase, 'Succeeded');
+    assert.match(d.status.message!, /kept: keepPod/);
+  });
+
+  test('nothing is started, nor judged from a state not read: the run idles as before', () => {
+    const ready = readyStatus({ readyAt: 2 });
+    const none = decide(observe(20, ready, { credentials: unconfirmed, podState: state(), pods: undefined }));
+    assert.deepEqual(none.action, { type: 'none' }, 'no job is started while Runpod refuses the key');
+    assert.equal(none.status.reason, 'CredentialsRejected');
+    const unread = decide(observe(300, runningStatus(), { credentials: unconfirmed, pods: undefined }));
+    assert.deepEqual(unread.action, { type: 'none' });
+    assert.equal(unread.status.phase, 'Running');
+  });
+
+  test('the retrieve grace still ends a pod whose results are not in', () => {
+    const long = spec({}, { maxRuntimeSeconds: 86_400, retrieveGraceSeconds: 60 });
+    const recorded = decide(observe(260, runningStatus(long), { spec: long, credentials: unconfirmed, podState: exited, pods: undefined })).status;
+    assert.equal(recorded.job?.finishedAt, at(250).toISOString());
+    const within = decide(observe(250 + 60 + 59, recorded, { spec: long, credentials: unconfirmed, podState: exited, pods: undefined }));
+    assert.deepEqual(within.action, { type: 'retrieveResults' });
+    const past = decide(observe(250 + 60 + 61, recorded, { spec: long, credentials: unconfirmed, podState: exited, pods: undefined }));
+    assert.equal(past.status.reason, 'ResultsUnverified');
+    assert.equal(past.status.pod?.state, 'Deleting');
+  });
+});
