@@ -9,7 +9,7 @@ import { hasCondition, runManifest, withWorld } from '../support/operator.ts';
 
 const podReady = (run: Parameters<typeof hasCondition>[0]) => hasCondition(run, 'PodReady');
 
-describe('list lag', () => {
+describe('list lag', { concurrency: true }, () => {
   test('a pod missing from lists (and GETs) for 20 s after its create is neither lost nor created again; its delete is sent once', () =>
     withWorld('lag', async (world) => {
       await world.apply(runManifest('lag'));
@@ -38,7 +38,7 @@ describe('list lag', () => {
     }, { sim: { listLag: { createdMs: 3000, deletedMs: 3000, get: true } } }));
 });
 
-describe('deleting a run while its create answer is lost', () => {
+describe('deleting a run while its create answer is lost', { concurrency: true }, () => {
   test('the finalizer stays until the pod the lost create made shows up late, is adopted, and its delete is confirmed', () =>
     withWorld('lost-delete', async (world) => {
       // The pod is created but the answer is a 500, and lists show the new pod only 20 s later.
@@ -59,7 +59,7 @@ describe('deleting a run while its create answer is lost', () => {
     }, { sim: { listLag: { createdMs: 20_000, deletedMs: 0, get: false } } }));
 });
 
-describe('status flow', () => {
+describe('status flow', { concurrency: true }, () => {
   test('PROVISIONING -> STARTING -> RUNNING: a booting pod is neither lost nor ready', () =>
     withWorld('flow', async (world) => {
       await world.apply(runManifest('flow'));

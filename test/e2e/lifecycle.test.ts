@@ -13,7 +13,7 @@ import { hasCondition, runManifest, testApiKey, withWorld } from '../support/ope
 const job = (script: string, spec: Record<string, unknown> = {}) => ({ job: { command: ['sh', '-c', script] }, results: { path: 'output' }, ...spec });
 const ended = (run: { status?: { phase?: string } }) => run.status?.phase === 'Succeeded' || run.status?.phase === 'Failed';
 
-describe('a run\'s life', () => {
+describe('a run\'s life', { concurrency: true }, () => {
   test('success: several result files verified into the store, the pod deleted, secrets nowhere', () =>
     withWorld('success', async (world) => {
       await kubectl(['create', 'secret', 'generic', 'hf', '-n', world.namespace, '--from-literal=token=hf_SECRET_TOKEN_0123456789']);
@@ -69,8 +69,10 @@ describe('a run\'s life', () => {
 
   test('a result file changing after the manifest: not retrieved, the pod kept, retried until verified', () =>
     withWorld('unverified', async (world) => {
-      // The job exits while a detached writer keeps appending to a result for a few seconds.
-      const writer = 'end=$(($(date +%s) + 6)); while [ $(date +%s) -lt $end ]; do echo line >> output/growing.txt; done; echo done >> output/growing.txt';
+      // The job exits while a detached writer keeps appending to a result for 20 s: long enough that the
+      // first retrieval meets it on a loaded machine (6 s was not, with the suite's files side by side).
+      // Five lines a second: a busy loop here starved the other pods of the machine.
+      const writer = 'end=$(($(date +%s) + 20)); while [ $(date +%s) -lt $end ]; do echo line >> output/growing.txt; sleep 0.2; done; echo done >> output/growing.txt';
       await world.apply(runManifest('unverified', job(`mkdir -p output && (setsid sh -c '${writer}' >/dev/null 2>&1 &) && sleep 0.5`)));
       const unverified = await world.waitForRun('unverified', 'ResultsUnverified', (r) => r.status?.reason === 'ResultsUnverified' || ended(r), 90_000);
       assert.equal(unverified.status?.reason, 'ResultsUnverified', 'the changing file must be caught');

@@ -23,7 +23,7 @@ async function waitFor(what: string, check: () => boolean, timeoutMs: number): P
   }
 }
 
-describe('pods that end before their run', () => {
+describe('pods that end before their run', { concurrency: true }, () => {
   for (const status of ['EXITED', 'ERROR'] as const) {
     test(`a pod that goes ${status} while its job runs is deleted at once: Failed/PodLost with what is known`, () =>
       withWorld(`gone-${status.toLowerCase()}`, async (world) => {
@@ -79,7 +79,7 @@ describe('pods that end before their run', () => {
   }
 });
 
-describe('a pod that breaks (ERROR) mid-retrieval, after the job\'s exit was recorded', () => {
+describe('a pod that breaks (ERROR) mid-retrieval, after the job\'s exit was recorded', { concurrency: true }, () => {
   test('is not started again (its volume is not to be trusted) but deleted, and what the cut-short retrieval staged is removed', () =>
     withWorld('late-error', async (world) => {
       const job = { command: ['sh', '-c', 'sleep 4 && mkdir -p output && head -c 1000000 /dev/urandom > output/model.bin'] };
@@ -101,7 +101,7 @@ describe('a pod that breaks (ERROR) mid-retrieval, after the job\'s exit was rec
     }));
 });
 
-describe('a pod key that may not delete its pod (API-NOTES §4.1)', () => {
+describe('a pod key that may not delete its pod (API-NOTES §4.1)', { concurrency: true }, () => {
   const margin = 120;
   for (const [refuse, how] of [[['delete', 'terminate', 'stop'], /its watchdog could not delete it \(deadline: DELETE: HTTP 403; terminate: HTTP 403; stop: HTTP 403\); deleted by the controller/], [['delete', 'terminate'], /reached its deadline \(spec\.limits\.maxRuntimeSeconds\) and went EXITED|its watchdog could not delete it \(deadline: DELETE: HTTP 403; terminate: HTTP 403; stopping the pod\)/]] as const) {
     test(`refused ${refuse.join(', ')}: at the deadline the controller deletes the pod itself, well within deadline + margin`, () =>
@@ -122,7 +122,7 @@ describe('a pod key that may not delete its pod (API-NOTES §4.1)', () => {
   }
 });
 
-describe('an image the watchdog cannot call Runpod from', () => {
+describe('an image the watchdog cannot call Runpod from', { concurrency: true }, () => {
   test('no curl, python3 or GNU wget: the status says exactly that, no job is started, the controller deletes the pod', () =>
     withWorld('no-http', async (world) => {
       await world.apply(runManifest('nohttp', { ...sleeper, image: 'bare:1' }));

@@ -10,7 +10,7 @@ import { hasCondition, runManifest, testApiKey, withWorld } from '../support/ope
 
 const podReady = (run: Parameters<typeof hasCondition>[0]) => hasCondition(run, 'PodReady');
 
-describe('provisioning', () => {
+describe('provisioning', { concurrency: true }, () => {
   test('a run reaches PodReady on the first GPU type; kubectl shows it; deleting it deletes the pod', () =>
     withWorld('happy', async (world) => {
       await world.apply(runManifest('happy'));

@@ -13,7 +13,7 @@ async function eventsOf(namespace: string): Promise<string> {
   return (await kubectl(['get', 'events.events.k8s.io', '-n', namespace, '-o', 'json'])).stdout;
 }
 
-describe('refusals', () => {
+describe('refusals', { concurrency: true }, () => {
   test('a 429 with a 25 s Retry-After: Pending/RateLimited, no create storm, then the same attempt succeeds', () =>
     withWorld('ratelimited', async (world) => {
       await injectFault(world.sim.adminUrl, { fault: 'rate-limit', method: 'POST', path: '/v2/pods', retryAfterSeconds: 25 });

@@ -56,7 +56,7 @@ const s3Spec = (store: ObjectStore, extra: Record<string, unknown> = {}) => ({
   bucket: BUCKET, endpoint: store.endpoint, region: store.region, forcePathStyle: true, ...extra,
 });
 
-describe('results in S3-compatible object storage', () => {
+describe('results in S3-compatible object storage', { concurrency: true }, () => {
   let store: ObjectStore;
   let s3: S3Client;
 
@@ -141,62 +141,65 @@ describe('results in S3-compatible object storage', () => {
     }, { sim: { network: { forward: [{ podPort: port, hostPort: port }] } } });
   });
 
-  test('the controller\'s --results-store s3://bucket/prefix/ with the SDK\'s default credentials (env) holds a run that names no bucket', () =>
-    unsuppressed(async () => {
-      await using world = await startWorld('s3flag');
-      const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
-      process.env.AWS_ACCESS_KEY_ID = store.accessKeyId;
-      process.env.AWS_SECRET_ACCESS_KEY = store.secretAccessKey;
-      try {
-        await world.startController({
-          resultsStore: `s3://${BUCKET}/fleet/`, resultsS3Endpoint: store.endpoint, resultsS3Region: store.region, resultsS3ForcePathStyle: 'true',
-        });
-        await world.apply(runManifest('s3flag', { job: { command: ['sh', '-c', 'mkdir -p output && echo flag > output/f.txt'] } }));
-        const run = await world.waitForRun('s3flag', 'ended', (r) => r.status?.phase === 'Succeeded' || r.status?.phase === 'Failed', 120_000);
-        assert.equal(run.status?.phase, 'Succeeded', JSON.stringify(run.status));
-        const prefix = `fleet/${world.namespace}/s3flag/${run.metadata.uid}/`;
-        assert.equal(run.status?.results?.location, `s3://${BUCKET}/${prefix}`);
-        const dir = mkdtempSync(join(tmpdir(), 's3flag-'));
+  // These two set the SDK's default credentials in process.env: one after the other, never beside each other.
+  describe('with the SDK\'s default credentials in the environment', () => {
+    test('the controller\'s --results-store s3://bucket/prefix/ with the SDK\'s default credentials (env) holds a run that names no bucket', () =>
+      unsuppressed(async () => {
+        await using world = await startWorld('s3flag');
+        const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
+        process.env.AWS_ACCESS_KEY_ID = store.accessKeyId;
+        process.env.AWS_SECRET_ACCESS_KEY = store.secretAccessKey;
         try {
-          assert.deepEqual(await download(s3, prefix, dir), ['SHA256SUMS', 'job.log', 'results/f.txt']);
-          execFileSync('sha256sum', ['-c', '--strict', 'SHA256SUMS'], { cwd: dir });
+          await world.startController({
+            resultsStore: `s3://${BUCKET}/fleet/`, resultsS3Endpoint: store.endpoint, resultsS3Region: store.region, resultsS3ForcePathStyle: 'true',
+          });
+          await world.apply(runManifest('s3flag', { job: { command: ['sh', '-c', 'mkdir -p output && echo flag > output/f.txt'] } }));
+          const run = await world.waitForRun('s3flag', 'ended', (r) => r.status?.phase === 'Succeeded' || r.status?.phase === 'Failed', 120_000);
+          assert.equal(run.status?.phase, 'Succeeded', JSON.stringify(run.status));
+          const prefix = `fleet/${world.namespace}/s3flag/${run.metadata.uid}/`;
+          assert.equal(run.status?.results?.location, `s3://${BUCKET}/${prefix}`);
+          const dir = mkdtempSync(join(tmpdir(), 's3flag-'));
+          try {
+            assert.deepEqual(await download(s3, prefix, dir), ['SHA256SUMS', 'job.log', 'results/f.txt']);
+            execFileSync('sha256sum', ['-c', '--strict', 'SHA256SUMS'], { cwd: dir });
+          } finally {
+            rmSync(dir, { recursive: true, force: true });
+          }
+          await world.waitForRun('s3flag', 'pod deleted', (r) => r.status?.pod?.state === 'Deleted', 60_000);
+          await world.deleteRun('s3flag');
         } finally {
-          rmSync(dir, { recursive: true, force: true });
+          if (saved.id === undefined) delete process.env.AWS_ACCESS_KEY_ID; else process.env.AWS_ACCESS_KEY_ID = saved.id;
+          if (saved.secret === undefined) delete process.env.AWS_SECRET_ACCESS_KEY; else process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
         }
-        await world.waitForRun('s3flag', 'pod deleted', (r) => r.status?.pod?.state === 'Deleted', 60_000);
-        await world.deleteRun('s3flag');
-      } finally {
-        if (saved.id === undefined) delete process.env.AWS_ACCESS_KEY_ID; else process.env.AWS_ACCESS_KEY_ID = saved.id;
-        if (saved.secret === undefined) delete process.env.AWS_SECRET_ACCESS_KEY; else process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
-      }
-    }));
+      }));
 
-  test('no spec.results.s3.credentials: the controller\'s own identity writes only to a bucket of --results-s3-allowed-buckets; another is InvalidSpec before any create', () =>
-    unsuppressed(async () => {
-      await using world = await startWorld('s3allowed');
-      const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
-      process.env.AWS_ACCESS_KEY_ID = store.accessKeyId;
-      process.env.AWS_SECRET_ACCESS_KEY = store.secretAccessKey;
-      try {
-        await world.startController({ resultsS3AllowedBuckets: `${store.endpoint}/${BUCKET}` });
-        const job = { command: ['sh', '-c', 'mkdir -p output && echo mine > output/m.txt'] };
-        await world.apply(runManifest('refused', { job, results: { path: 'output', s3: s3Spec(store, { bucket: 'other-team' }) } }));
-        await world.apply(runManifest('allowed', { job, results: { path: 'output', s3: s3Spec(store) } }));
-        const refused = await world.waitForRun('refused', 'Failed', (r) => r.status?.phase === 'Failed', 60_000);
-        assert.equal(refused.status?.reason, 'InvalidSpec', JSON.stringify(refused.status));
-        assert.match(refused.status?.message ?? '', /spec\.results\.s3\.credentials: absent, .*--results-s3-allowed-buckets.*bucket "other-team"/);
-        const allowed = await world.waitForRun('allowed', 'ended', (r) => r.status?.phase === 'Succeeded' || r.status?.phase === 'Failed', 120_000);
-        assert.equal(allowed.status?.phase, 'Succeeded', JSON.stringify(allowed.status));
-        assert.deepEqual((await simPods(world.sim.adminUrl)).map((pod) => pod.name), ['allowed-1'], 'nothing was ever rented for the refused run');
-        assert.equal(countRequests(await simStats(world.sim.adminUrl), 'POST', '/v2/pods'), 1);
-        await world.waitForRun('allowed', 'pod deleted', (r) => r.status?.pod?.state === 'Deleted', 60_000);
-        await world.deleteRun('refused');
-        await world.deleteRun('allowed');
-      } finally {
-        if (saved.id === undefined) delete process.env.AWS_ACCESS_KEY_ID; else process.env.AWS_ACCESS_KEY_ID = saved.id;
-        if (saved.secret === undefined) delete process.env.AWS_SECRET_ACCESS_KEY; else process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
-      }
-    }));
+    test('no spec.results.s3.credentials: the controller\'s own identity writes only to a bucket of --results-s3-allowed-buckets; another is InvalidSpec before any create', () =>
+      unsuppressed(async () => {
+        await using world = await startWorld('s3allowed');
+        const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
+        process.env.AWS_ACCESS_KEY_ID = store.accessKeyId;
+        process.env.AWS_SECRET_ACCESS_KEY = store.secretAccessKey;
+        try {
+          await world.startController({ resultsS3AllowedBuckets: `${store.endpoint}/${BUCKET}` });
+          const job = { command: ['sh', '-c', 'mkdir -p output && echo mine > output/m.txt'] };
+          await world.apply(runManifest('refused', { job, results: { path: 'output', s3: s3Spec(store, { bucket: 'other-team' }) } }));
+          await world.apply(runManifest('allowed', { job, results: { path: 'output', s3: s3Spec(store) } }));
+          const refused = await world.waitForRun('refused', 'Failed', (r) => r.status?.phase === 'Failed', 60_000);
+          assert.equal(refused.status?.reason, 'InvalidSpec', JSON.stringify(refused.status));
+          assert.match(refused.status?.message ?? '', /spec\.results\.s3\.credentials: absent, .*--results-s3-allowed-buckets.*bucket "other-team"/);
+          const allowed = await world.waitForRun('allowed', 'ended', (r) => r.status?.phase === 'Succeeded' || r.status?.phase === 'Failed', 120_000);
+          assert.equal(allowed.status?.phase, 'Succeeded', JSON.stringify(allowed.status));
+          assert.deepEqual((await simPods(world.sim.adminUrl)).map((pod) => pod.name), ['allowed-1'], 'nothing was ever rented for the refused run');
+          assert.equal(countRequests(await simStats(world.sim.adminUrl), 'POST', '/v2/pods'), 1);
+          await world.waitForRun('allowed', 'pod deleted', (r) => r.status?.pod?.state === 'Deleted', 60_000);
+          await world.deleteRun('refused');
+          await world.deleteRun('allowed');
+        } finally {
+          if (saved.id === undefined) delete process.env.AWS_ACCESS_KEY_ID; else process.env.AWS_ACCESS_KEY_ID = saved.id;
+          if (saved.secret === undefined) delete process.env.AWS_SECRET_ACCESS_KEY; else process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
+        }
+      }));
+  });
 
   test('what a crashed controller left in the bucket (objects, SHA256SUMS) is adopted or resumed: the run succeeds, no file sent again', () =>
     unsuppressed(async () => {
