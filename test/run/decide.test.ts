@@ -97,6 +97,24 @@ describe('decide: provisioning', () => {
     assert.equal(none.status.reason, 'NoCapacity');
   });
 
+  test('gpu.auto: a type out of stock is skipped while another is in stock; with none in stock, the three cheapest are walked anyway', () => {
+    const auto = spec({ gpu: { auto: {} } });
+    const some = [{ gpuType: 'D', inStock: false }, { gpuType: 'A', inStock: true }];
+    assert.deepEqual(decide(observe({ spec: auto, catalog: some })).action, { type: 'createPod', attemptName: 'r-1', gpuType: 'A', attemptNumber: 1 });
+    const none = ['D', 'C', 'B', 'A'].map((gpuType) => ({ gpuType, inStock: false }));
+    let status = decide(observe({ spec: auto, catalog: none })).status;
+    const walked = [status.attempts?.at(-1)?.gpuType];
+    for (const name of ['r-1', 'r-2']) {
+      applyCreateOutcome(observe({ spec: auto }), status, name, { kind: 'capacity', message: 'no stock' });
+      status = decide(observe({ spec: auto, catalog: none }, status)).status;
+      walked.push(status.attempts?.at(-1)?.gpuType);
+    }
+    assert.deepEqual(walked, ['D', 'C', 'B']);
+    applyCreateOutcome(observe({ spec: auto }), status, 'r-3', { kind: 'capacity', message: 'no stock' });
+    const waiting = decide(observe({ spec: auto, catalog: none }, status));
+    assert.equal(waiting.status.attempts?.length, 3, 'A, the fourth, is not tried: the wait walks the three again');
+  });
+
   test('402 fails InsufficientBalance, 422 InvalidSpec, 401 CredentialsRejected', () => {
     for (const reason of ['InsufficientBalance', 'InvalidSpec', 'CredentialsRejected'] as const) {
       const obs = observe();
@@ -200,6 +218,14 @@ describe('decide: provisioning', () => {
     status = decide(observe({ now: at(61), pods: { listedAt: at(61), items: [pod()] } }, status)).status;
     const d = decide(observe({ now: at(70), pods: { listedAt: at(70), items: [pod()] }, deletions: { p1: { sentAt: at(62), notFoundLooks: 3 } } }, status));
     assert.deepEqual(d.action, { type: 'lookForGonePod', podId: 'p1' }, 'looked at again: neither forgotten nor deleted again on the list\'s word');
+  });
+
+  test('a delete a look found did not take (alive more than 30 s after it was sent) is sent again; one found sooner is not', () => {
+    let status = createdStatus();
+    status = decide(observe({ now: at(61), pods: { listedAt: at(61), items: [pod()] } }, status)).status;
+    const found = (seconds: number) => decide(observe({ now: at(seconds + 1), pods: { listedAt: at(seconds + 1), items: [pod()] }, deletions: { p1: { sentAt: at(62), notFoundLooks: 0, lookedAt: at(seconds), foundAt: at(seconds) } } }, status));
+    assert.deepEqual(found(62 + 30).action, { type: 'lookForGonePod', podId: 'p1' }, 'found 30 s after: it may still be going');
+    assert.deepEqual(found(62 + 31).action, { type: 'deletePod', podId: 'p1' });
   });
 });
 

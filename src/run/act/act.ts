@@ -80,9 +80,7 @@ function connectedHost(ctx: ActContext): JobHost {
   return ctx.jobHost;
 }
 
-/** With gpu.auto and nothing in stock: how many out-of-stock types a capacity wait walks (each round sends one create per type). */
-const outOfStockCandidates = 3;
-
+/** Every type that fits gpu.auto, cheapest first, each marked in stock or not (decide chooses among them). */
 async function readCatalog(ctx: ActContext): Promise<void> {
   const { spec, pods } = requireAccount(ctx);
   const auto = spec.gpu.auto ?? {};
@@ -92,11 +90,9 @@ async function readCatalog(ctx: ActContext): Promise<void> {
     maxPricePerHour: auto.maxPricePerHour === undefined ? undefined : Number(auto.maxPricePerHour),
     dataCenterIds: spec.dataCenterIds,
   };
-  let ranked = rankGpuTypes(offers, criteria);
-  // Nothing in stock now: the cheapest few that fit are tried anyway, so the run waits for capacity
-  // (their refusals, rounds with backoff) instead of failing on a snapshot of stock.
-  if (ranked.length === 0) ranked = rankGpuTypes(offers, { ...criteria, includeOutOfStock: true }).slice(0, outOfStockCandidates);
-  ctx.evidence.recordCatalog(ctx.run.metadata.uid, ranked.map((offer) => ({ gpuType: offer.id })));
+  const inStock = new Set(rankGpuTypes(offers, criteria).map((offer) => offer.id));
+  const fitting = rankGpuTypes(offers, { ...criteria, includeOutOfStock: true });
+  ctx.evidence.recordCatalog(ctx.run.metadata.uid, fitting.map((offer) => ({ gpuType: offer.id, inStock: inStock.has(offer.id) })));
 }
 
 /**
@@ -136,9 +132,9 @@ async function lookForGonePod(ctx: ActContext, podId: string): Promise<void> {
   // Before the GET: a list started after this moment saw the pod after this look.
   deletion.lookedAt = ctx.now();
   if (await pods.lookForPod(podId, ctx.signal) === 'found') {
-    // Alive after all: the evidence restarts, and a delete that did not take is sent again.
+    // Alive after all: the evidence restarts (decide sends a delete that did not take again).
     deletion.notFoundLooks = 0;
-    if (deletion.sentAt && ctx.now().getTime() - deletion.sentAt.getTime() > ctx.obs.settings.timings.resendUnconfirmedDeleteMs) delete deletion.sentAt;
+    deletion.foundAt = ctx.now();
   } else {
     deletion.notFoundLooks++;
   }

@@ -140,7 +140,9 @@ function deletionStep(obs: Observation, podId: string): Step | undefined {
   const deletion: Deletion = obs.deletions[podId] ?? { notFoundLooks: 0 };
   const listedAt = obs.pods?.listedAt;
   const listed = obs.pods?.items.some((pod) => pod.id === podId) ?? false;
-  if (!deletion.sentAt) return step({ type: 'deletePod', podId }, obs.settings.timings.lookSpacingMs);
+  // A pod a look found alive well after its delete was sent: that delete did not take, it goes again.
+  const notTaken = deletion.sentAt && deletion.foundAt && deletion.foundAt.getTime() - deletion.sentAt.getTime() > obs.settings.timings.resendUnconfirmedDeleteMs;
+  if (!deletion.sentAt || notTaken) return step({ type: 'deletePod', podId }, obs.settings.timings.lookSpacingMs);
   const listIsNewer = listedAt !== undefined && listedAt > deletion.sentAt;
   if (deletion.notFoundLooks < obs.settings.goneLooks) return step({ type: 'lookForGonePod', podId }, obs.settings.timings.lookSpacingMs);
   if (!listIsNewer) return wait(obs.settings.pollIntervalMs);

@@ -19,8 +19,8 @@ export interface PodView {
   ssh?: { host: string; port: number };
 }
 
-/** A GPU type the run may try, in the order it is tried. */
-export interface GpuCandidate { gpuType: string; pricePerHour?: number }
+/** A GPU type the run may try, in the order it is tried; inStock false: the catalog said it has none now. */
+export interface GpuCandidate { gpuType: string; pricePerHour?: number; inStock?: boolean }
 
 export interface Observation {
   now: Date;
@@ -91,7 +91,11 @@ export interface StoredResults { files: number; bytes: number; location: string;
  * sentAt: when this process sent the pod's delete; notFoundLooks: GETs in a row that answered 404
  * (since the delete, or since a list last showed the pod); lookedAt: when the last GET was sent.
  */
-export interface Deletion { sentAt?: Date; notFoundLooks: number; lookedAt?: Date }
+/**
+ * A pod's deletion as this process saw it: when its delete was sent, the 404s in a row since, when it
+ * was last looked at, and when a look last found it alive (which restarts the 404s).
+ */
+export interface Deletion { sentAt?: Date; notFoundLooks: number; lookedAt?: Date; foundAt?: Date }
 
 export interface DecideSettings {
   /** How long after an ambiguous create a pod list must be before absence counts. */

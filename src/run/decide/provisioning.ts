@@ -82,7 +82,7 @@ export function provision(ctx: Context, spec: RunpodRunSpec): Step {
   if (spec.gpu.types) {
     candidates = spec.gpu.types.map((gpuType) => ({ gpuType }));
   } else if (obs.catalog) {
-    candidates = obs.catalog;
+    candidates = catalogCandidates(obs.catalog);
   } else {
     return step({ type: 'readCatalog' });
   }
@@ -103,6 +103,18 @@ export function provision(ctx: Context, spec: RunpodRunSpec): Step {
   status.attempts = [...attempts, { name: attemptName, gpuType: next.gpuType, time: obs.now.toISOString(), outcome: 'Pending' }];
   phase(ctx, 'Provisioning', 'Provisioning', `creating pod ${attemptName} on ${next.gpuType}`);
   return step({ type: 'createPod', attemptName, gpuType: next.gpuType, attemptNumber });
+}
+
+/** With gpu.auto and nothing in stock: how many out-of-stock types a capacity wait walks (each round sends one create per type). */
+const outOfStockCandidates = 3;
+
+/**
+ * gpu.auto's types in stock, cheapest first; with none in stock, the cheapest few that fit anyway, so
+ * the run waits for capacity (their refusals, rounds with backoff) instead of failing on a snapshot of stock.
+ */
+function catalogCandidates(catalog: GpuCandidate[]): GpuCandidate[] {
+  const inStock = catalog.filter((candidate) => candidate.inStock !== false);
+  return inStock.length > 0 ? inStock : catalog.slice(0, outOfStockCandidates);
 }
 
 const capacityWaitReason = (spec: RunpodRunSpec, until: number): string =>

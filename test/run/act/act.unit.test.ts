@@ -339,18 +339,11 @@ test('lookForGonePod: missing adds a 404 and the moment of the look', async () =
   assert.deepEqual(h.evidence.deletion('p1'), { notFoundLooks: 2, sentAt: t0, lookedAt: actedAt });
 });
 
-test('lookForGonePod: found restarts the 404 count and keeps a recent delete', async () => {
+test('lookForGonePod: found restarts the 404 count and records when (decide judges the delete by it)', async () => {
   const h = harness({ pods: { lookForPod: () => Promise.resolve('found' as const) } });
   h.evidence.recordDeletion('p1', { notFoundLooks: 2, sentAt: t0 });
   await act({ type: 'lookForGonePod', podId: 'p1' }, h.ctx);
-  assert.deepEqual(h.evidence.deletion('p1'), { notFoundLooks: 0, sentAt: t0, lookedAt: actedAt });
-});
-
-test('lookForGonePod: found more than 30 s after the delete was sent: the delete is sent again', async () => {
-  const h = harness({ pods: { lookForPod: () => Promise.resolve('found' as const) }, ctx: { now: () => at(31) } });
-  h.evidence.recordDeletion('p1', { notFoundLooks: 1, sentAt: t0 });
-  await act({ type: 'lookForGonePod', podId: 'p1' }, h.ctx);
-  assert.deepEqual(h.evidence.deletion('p1'), { notFoundLooks: 0, lookedAt: at(31) });
+  assert.deepEqual(h.evidence.deletion('p1'), { notFoundLooks: 0, sentAt: t0, lookedAt: actedAt, foundAt: actedAt });
 });
 
 test('lookForGonePod: any other failure throws and records nothing', async () => {
@@ -361,16 +354,16 @@ test('lookForGonePod: any other failure throws and records nothing', async () =>
 
 // --- readCatalog ----------------------------------------------------------------------------------
 
-test('readCatalog: the types in stock that fit, cheapest first, become the run\'s candidates', async () => {
+test('readCatalog: the types that fit, cheapest first, each marked in stock or not, become the run\'s candidates', async () => {
   const h = harness({ obs: { spec: spec({ gpu: { auto: { maxPricePerHour: '1.5' } } }) }, pods: { catalog: () => Promise.resolve([offer('B', 1), offer('A', 0.5), offer('C', 3), offer('D', 0.2, false)]) } });
   await act({ type: 'readCatalog' }, h.ctx);
-  assert.deepEqual(h.evidence.catalog('uid-1'), [{ gpuType: 'A' }, { gpuType: 'B' }]);
+  assert.deepEqual(h.evidence.catalog('uid-1'), [{ gpuType: 'D', inStock: false }, { gpuType: 'A', inStock: true }, { gpuType: 'B', inStock: true }]);
 });
 
-test('readCatalog: nothing in stock: the three cheapest that fit are tried anyway', async () => {
+test('readCatalog: nothing in stock: every type that fits is recorded, none in stock (decide picks the few it walks)', async () => {
   const h = harness({ obs: { spec: spec({ gpu: { auto: {} } }) }, pods: { catalog: () => Promise.resolve(['D', 'C', 'B', 'A'].map((id, i) => offer(id, i + 1, false))) } });
   await act({ type: 'readCatalog' }, h.ctx);
-  assert.deepEqual(h.evidence.catalog('uid-1'), [{ gpuType: 'D' }, { gpuType: 'C' }, { gpuType: 'B' }]);
+  assert.deepEqual(h.evidence.catalog('uid-1'), ['D', 'C', 'B', 'A'].map((gpuType) => ({ gpuType, inStock: false })));
 });
 
 // --- probeSsh -------------------------------------------------------------------------------------
