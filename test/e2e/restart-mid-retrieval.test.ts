@@ -32,13 +32,19 @@ async function simPod(world: World, run: string, predicate: (pod: SimPod) => boo
   }
 }
 
+/** A kept run whose pod's clock is 10 min ahead (as chaos-004's was), once its job runs. */
+async function keptJobRunning(world: World, run: string): Promise<SimPod> {
+  await world.apply(runManifest(run, { job, results: { path: 'output' }, keepPod: true, limits: { maxRuntimeSeconds: 300, readyTimeoutSeconds: 60 } }));
+  const pod = await simPod(world, run, () => true, 'created');
+  await injectFault(world.sim.adminUrl, { fault: 'clock-skew', podId: pod.id, offsetSeconds: 600 });
+  await world.waitForRun(run, 'JobRunning', (r) => r.status?.reason === 'JobRunning' || ended(r), 60_000);
+  return pod;
+}
+
 describe('a kept pod whose clock is off, mid-retrieval (chaos seed 1807, chaos-004-keep-pod)', { concurrency: true }, () => {
   test('a controller restarted after the pod restarted its container (new ports): the new leader goes to the port Runpod lists, not the one its status recorded', () =>
     withWorld('restart-ports', async (world) => {
-      await world.apply(runManifest('kept', { job, results: { path: 'output' }, keepPod: true, limits: { maxRuntimeSeconds: 300, readyTimeoutSeconds: 60 } }));
-      const pod = await simPod(world, 'kept', () => true, 'created');
-      await injectFault(world.sim.adminUrl, { fault: 'clock-skew', podId: pod.id, offsetSeconds: 600 });
-      await world.waitForRun('kept', 'JobRunning', (r) => r.status?.reason === 'JobRunning' || ended(r), 60_000);
+      const pod = await keptJobRunning(world, 'kept');
       // About 15 s for the result: the retrieval is under way when the controller goes.
       await injectFault(world.sim.adminUrl, { fault: 'slow-link', podId: pod.id, bytesPerSecond: 64 * 1024 });
       const retrieving = await world.waitForRun('kept', 'Retrieving', (r) => r.status?.phase === 'Retrieving' || ended(r), 60_000);
@@ -68,10 +74,7 @@ describe('a kept pod whose clock is off, mid-retrieval (chaos seed 1807, chaos-0
 
   test('while the account\'s pod list is refused (401, not confirmed yet), a run whose job exited still retrieves its results over SSH', () =>
     withWorld('refused-retrieval', async (world) => {
-      await world.apply(runManifest('refused', { job, results: { path: 'output' }, keepPod: true, limits: { maxRuntimeSeconds: 300, readyTimeoutSeconds: 60 } }));
-      const pod = await simPod(world, 'refused', () => true, 'created');
-      await injectFault(world.sim.adminUrl, { fault: 'clock-skew', podId: pod.id, offsetSeconds: 600 });
-      await world.waitForRun('refused', 'JobRunning', (r) => r.status?.reason === 'JobRunning' || ended(r), 60_000);
+      await keptJobRunning(world, 'refused');
       // The job ends while no controller runs; the new leader's pod lists are refused for a while (a blip).
       await world.stopController();
       await sleep(5000);
