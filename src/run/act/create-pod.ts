@@ -10,9 +10,9 @@ import { spendPriceKey } from '../memory/spend-room.ts';
 import type { ActContext } from './context.ts';
 
 /** The run's Runpod side and valid spec, which a create needs. */
-interface Account { pods: PodBackend; spec: RunpodRunSpec }
+interface CreateInputs { pods: PodBackend; spec: RunpodRunSpec }
 
-export async function createPod(ctx: ActContext, account: Account, attemptName: string, attemptNumber: number, gpuType: string): Promise<Outcome> {
+export async function createPod(ctx: ActContext, account: CreateInputs, attemptName: string, attemptNumber: number, gpuType: string): Promise<Outcome> {
   const { pods } = account;
   const uid = ctx.run.metadata.uid;
   const heldBack = claimSpendRoom(ctx, account, attemptName, gpuType);
@@ -44,7 +44,7 @@ export async function createPod(ctx: ActContext, account: Account, attemptName: 
  * goes out only with a claim on the room the last list shows, so that of the runs that see room for one
  * pod one sends its create; the others wait (spend-room.ts). Every other create goes (undefined).
  */
-function claimSpendRoom(ctx: ActContext, { spec }: Account, attemptName: string, gpuType: string): HeldBack | undefined {
+function claimSpendRoom(ctx: ActContext, { spec }: CreateInputs, attemptName: string, gpuType: string): HeldBack | undefined {
   const { spendRoom } = ctx;
   // decide() sends a refused attempt again as Pending; the run's reason stays until the answer.
   const resend = ctx.run.status?.reason === 'SpendLimitReached' && ctx.run.status.attempts?.some((a) => a.name === attemptName);
@@ -77,7 +77,7 @@ function createFailure(error: unknown, lostAt: Date): CreateOutcome {
  * account:read scope) and the refused pod's list price (the catalog). Either may stay unknown. Only
  * what the account does not `know` freshly is read: the waiting runs share one request budget.
  */
-async function spendFigures({ pods, spec }: Account, gpuType: string, known: SpendFacts): Promise<SpendFacts> {
+async function spendFigures({ pods, spec }: CreateInputs, gpuType: string, known: SpendFacts): Promise<SpendFacts> {
   const facts: SpendFacts = {};
   if (known.limitUsdPerHour === undefined) {
     try {
