@@ -145,12 +145,13 @@ function guardWithoutCredentials(ctx: Context, spec: RunpodRunSpec, unusable: { 
   const cap = spec.limits.maxCostUsd;
   // The limit is the cause; the key is a fact of the moment (it may have failed only just now).
   const meanwhile = `; deleted by the controller (when this was checked, the key could not be used: ${cause})`;
-  if (obs.now.getTime() > Date.parse(pod.deadline ?? '') + obs.settings.deadlineMarginMs) {
-    fail(ctx, 'DeadlineExceeded', `the pod outlived spec.limits.maxRuntimeSeconds (${spec.limits.maxRuntimeSeconds}s)${meanwhile}`);
-    return continueDeletions(ctx) ?? idle;
-  }
-  if (cap !== undefined && Number(status.estimatedCostUsd ?? 0) >= Number(cap)) {
-    fail(ctx, 'CostCapReached', `the estimated spend ${status.estimatedCostUsd ?? '0'} USD reached spec.limits.maxCostUsd (${cap})${meanwhile}`);
+  const limit: [Reason, string] | undefined = obs.now.getTime() > Date.parse(pod.deadline ?? '') + obs.settings.deadlineMarginMs
+    ? ['DeadlineExceeded', `the pod outlived spec.limits.maxRuntimeSeconds (${spec.limits.maxRuntimeSeconds}s)${meanwhile}`]
+    : cap !== undefined && Number(status.estimatedCostUsd ?? 0) >= Number(cap)
+      ? ['CostCapReached', `the estimated spend ${status.estimatedCostUsd ?? '0'} USD reached spec.limits.maxCostUsd (${cap})${meanwhile}`]
+      : undefined;
+  if (limit) {
+    fail(ctx, ...limit);
     return continueDeletions(ctx) ?? idle;
   }
   if (status.results?.retrievedAt && spec.keepPod) return finish(ctx);

@@ -89,11 +89,8 @@ export interface StoredResults { files: number; bytes: number; location: string;
 
 /**
  * sentAt: when this process sent the pod's delete; notFoundLooks: GETs in a row that answered 404
- * (since the delete, or since a list last showed the pod); lookedAt: when the last GET was sent.
- */
-/**
- * A pod's deletion as this process saw it: when its delete was sent, the 404s in a row since, when it
- * was last looked at, and when a look last found it alive (which restarts the 404s).
+ * (since the delete, or since a list last showed the pod); lookedAt: when the last GET was sent;
+ * foundAt: when a GET last found the pod alive (decide resends a delete that did not take by it).
  */
 export interface Deletion { sentAt?: Date; notFoundLooks: number; lookedAt?: Date; foundAt?: Date }
 
