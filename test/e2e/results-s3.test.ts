@@ -143,13 +143,23 @@ describe('results in S3-compatible object storage', { concurrency: true }, () =>
 
   // These two set the SDK's default credentials in process.env: one after the other, never beside each other.
   describe('with the SDK\'s default credentials in the environment', () => {
+    /** The store's keys as the SDK's default credentials (process.env) while `body` runs; what was there before, after. */
+    async function withStoreKeysInEnv(body: () => Promise<void>): Promise<void> {
+      const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
+      process.env.AWS_ACCESS_KEY_ID = store.accessKeyId;
+      process.env.AWS_SECRET_ACCESS_KEY = store.secretAccessKey;
+      try {
+        await body();
+      } finally {
+        if (saved.id === undefined) delete process.env.AWS_ACCESS_KEY_ID; else process.env.AWS_ACCESS_KEY_ID = saved.id;
+        if (saved.secret === undefined) delete process.env.AWS_SECRET_ACCESS_KEY; else process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
+      }
+    }
+
     test('the controller\'s --results-store s3://bucket/prefix/ with the SDK\'s default credentials (env) holds a run that names no bucket', () =>
       unsuppressed(async () => {
         await using world = await startWorld('s3flag');
-        const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
-        process.env.AWS_ACCESS_KEY_ID = store.accessKeyId;
-        process.env.AWS_SECRET_ACCESS_KEY = store.secretAccessKey;
-        try {
+        await withStoreKeysInEnv(async () => {
           await world.startController({
             resultsStore: `s3://${BUCKET}/fleet/`, resultsS3Endpoint: store.endpoint, resultsS3Region: store.region, resultsS3ForcePathStyle: 'true',
           });
@@ -167,19 +177,13 @@ describe('results in S3-compatible object storage', { concurrency: true }, () =>
           }
           await world.waitForRun('s3flag', 'pod deleted', (r) => r.status?.pod?.state === 'Deleted', 60_000);
           await world.deleteRun('s3flag');
-        } finally {
-          if (saved.id === undefined) delete process.env.AWS_ACCESS_KEY_ID; else process.env.AWS_ACCESS_KEY_ID = saved.id;
-          if (saved.secret === undefined) delete process.env.AWS_SECRET_ACCESS_KEY; else process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
-        }
+        });
       }));
 
     test('no spec.results.s3.credentials: the controller\'s own identity writes only to a bucket of --results-s3-allowed-buckets; another is InvalidSpec before any create', () =>
       unsuppressed(async () => {
         await using world = await startWorld('s3allowed');
-        const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
-        process.env.AWS_ACCESS_KEY_ID = store.accessKeyId;
-        process.env.AWS_SECRET_ACCESS_KEY = store.secretAccessKey;
-        try {
+        await withStoreKeysInEnv(async () => {
           await world.startController({ resultsS3AllowedBuckets: `${store.endpoint}/${BUCKET}` });
           const job = { command: ['sh', '-c', 'mkdir -p output && echo mine > output/m.txt'] };
           await world.apply(runManifest('refused', { job, results: { path: 'output', s3: s3Spec(store, { bucket: 'other-team' }) } }));
@@ -194,10 +198,7 @@ describe('results in S3-compatible object storage', { concurrency: true }, () =>
           await world.waitForRun('allowed', 'pod deleted', (r) => r.status?.pod?.state === 'Deleted', 60_000);
           await world.deleteRun('refused');
           await world.deleteRun('allowed');
-        } finally {
-          if (saved.id === undefined) delete process.env.AWS_ACCESS_KEY_ID; else process.env.AWS_ACCESS_KEY_ID = saved.id;
-          if (saved.secret === undefined) delete process.env.AWS_SECRET_ACCESS_KEY; else process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
-        }
+        });
       }));
   });
 
