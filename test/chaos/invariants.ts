@@ -103,8 +103,8 @@ export function doubleBilling(pods: SimPod[], runs: Runs, now: number): Figure {
 /**
  * Succeeded runs whose result directory does not match status.results (or the job's own output), and
  * runs whose job exited 0 that did not end Succeeded, unless the world destroyed their pod before the
- * controller had a chance (less than noChanceMs of leader time after the job's end): those are listed
- * apart, with the leader time each had.
+ * controller had a chance (less leader time after the job's end than noChanceMs plus the results'
+ * transfer over a slow link to the pod): those are listed apart, with the leader time each had.
  */
 export function resultsLostOrUnverified(runs: Runs, destroyed: (entry: RunEntry) => Destruction | undefined): { lost: Figure; noChance: string[] } {
   const details: string[] = [];
@@ -120,8 +120,9 @@ export function resultsLostOrUnverified(runs: Runs, destroyed: (entry: RunEntry)
     if (!(exitsZero(entry.planned.kind) && status.job?.exitCode === 0 && isTerminalPhase(entry.latest))) continue;
     const destruction = destroyed(entry);
     const line = `${entry.planned.name}: the job exited 0 but the run ended ${status.phase}/${status.reason}: ${status.message ?? ''}`;
-    const chance = destruction ? ` [its pod ${destruction.how} ${seconds(destruction.at - Date.parse(status.job.finishedAt ?? ''))} s after the job's end; the controller led ${seconds(destruction.leaderMs)} s of that]` : '';
-    if (destruction && destruction.leaderMs < noChanceMs) noChance.push(line + chance);
+    const needed = destruction && destruction.neededMs > noChanceMs ? `, its results needed ${seconds(destruction.neededMs)} s` : '';
+    const chance = destruction ? ` [its pod ${destruction.how} ${seconds(destruction.at - Date.parse(status.job.finishedAt ?? ''))} s after the job's end; the controller led ${seconds(destruction.leaderMs)} s of that${needed}]` : '';
+    if (destruction && destruction.leaderMs < destruction.neededMs) noChance.push(line + chance);
     else details.push(line + chance);
   }
   return { lost: figure('results lost or unverified (runs whose job exited 0)', details.length, details), noChance };

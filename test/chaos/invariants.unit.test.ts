@@ -2,12 +2,15 @@
 // a pod whose container the world had stopped (its watchdog with it) billed 48 s past its deadline +
 // margin while every controller was killed within seconds of leading (8.6 s of leader time in all);
 // seed 4423: a bad-key run lived 23 s, all but 3 of them with no leader, and was never seen held.
-// Both were counted as broken promises; what a leader had 10 s to prevent still is.
+// Both were counted as broken promises; what a leader had 10 s to prevent still is. Seed 1807 at 3d142e4:
+// a success run's 1.5 MiB of results over a 256 kB/s slow link was lost when its pod vanished, the
+// controller having led 11.9 s (two terms, each cut by a kill) where the bytes alone needed 6 s of link.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { SimPod } from '../runpod-sim/client.ts';
-import { billedPastDeadline, malformedKeyRunsNotHeld } from './invariants.ts';
-import { leaderMsBetween, type Term } from './leader-time.ts';
+import { billedPastDeadline, malformedKeyRunsNotHeld, resultsLostOrUnverified } from './invariants.ts';
+import { destructionOf, leaderMsBetween, type Term } from './leader-time.ts';
+import type { FaultRecord } from './session.ts';
 import type { RunEntry } from './runbook.ts';
 import { planRun, type RunKind } from './workload.ts';
 import { Random } from './random.ts';
@@ -64,4 +67,30 @@ test('a bad-key run never seen held is excused only when the controller led unde
   const entry = runs.entries.get('run-1');
   if (entry) entry.heldInvalid = true;
   assert.equal(malformedKeyRunsNotHeld(runs, () => 0, started).notHeld.value, 0, 'held: nothing to excuse');
+});
+
+test('results lost with a vanished pod are excused only while the leader time was under 10 s plus their transfer over a slow link', () => {
+  // The job exited 0 at 100 s; the pod vanished at 150 s; 1.5 MiB of results.
+  const runs = book('success', { resultBytes: 1_572_864 });
+  const entry = runs.entries.get('run-1')!;
+  entry.latest = {
+    apiVersion: 'runpod-operator.dev/v1alpha1', kind: 'RunpodRun', metadata: { name: 'run-1', namespace: 'ns', uid: 'uid-1' }, spec: {} as never,
+    status: { phase: 'Failed', reason: 'PodLost', message: 'gone', job: { exitCode: 0, finishedAt: iso(100) } },
+  } as unknown as RunEntry['latest'];
+  const vanished: SimPod = { ...pod(90, 150), deletedBy: 'vanished' };
+  const slowLink = (bytesPerSecond: number): FaultRecord => ({
+    planned: { atMs: 95_000, name: 'slow-link', params: { bytesPerSecond }, podPick: 0 }, atMs: 95_000, fired: true, detail: '', podId: 'pod-1',
+  });
+  const judge = (faults: FaultRecord[], terms: Term[]) => resultsLostOrUnverified(runs, (run) => destructionOf(run, [vanished], faults, terms, at(0)));
+  const twoShortTerms = [{ from: at(110), to: at(118) }, { from: at(130), to: at(134) }];
+
+  const slow = judge([slowLink(256_000)], twoShortTerms);
+  assert.equal(slow.lost.value, 0, slow.lost.details.join('\n'));
+  assert.match(slow.noChance.join('\n'), /run-1: the job exited 0 but the run ended Failed\/PodLost.*vanished 50 s after the job's end; the controller led 12 s of that, its results needed 16.1 s/);
+
+  assert.equal(judge([], twoShortTerms).lost.value, 1, 'a fast link: 12 s of leader time was a chance');
+  assert.equal(judge([slowLink(1_000_000)], twoShortTerms).lost.value, 1, 'at 1 MB/s the bytes need under 2 s');
+  const longer = judge([slowLink(256_000)], [{ from: at(110), to: at(128) }]);
+  assert.equal(longer.lost.value, 1, '18 s of leader time covers 10 s + 6 s of link');
+  assert.equal(longer.lost.broken, true);
 });

@@ -30,8 +30,13 @@ export function leaderMsBetween(terms: readonly Term[], from: number, to: number
   return terms.reduce((sum, term) => sum + Math.max(0, Math.min(term.to, to) - Math.max(term.from, from)), 0);
 }
 
-/** When the world destroyed a run's results (its pod vanished, or broke: ERROR), and the leader time the controller had before. */
-export interface Destruction { at: number; how: string; leaderMs: number }
+/**
+ * When the world destroyed a run's results (its pod vanished, or broke: ERROR), the leader time the
+ * controller had before, and what it needed: noChanceMs, plus the results' bytes at the rate of a slow
+ * link to the pod (no leader moves bytes faster than the link; a cut-short retrieval resumes, so it is
+ * the sum over terms that counts).
+ */
+export interface Destruction { at: number; how: string; leaderMs: number; neededMs: number }
 
 /** For a run whose job ended: the first destruction of one of its pods after that end, if any. */
 export function destructionOf(entry: RunEntry, pods: readonly SimPod[], faults: readonly FaultRecord[], terms: readonly Term[], started: number): Destruction | undefined {
@@ -44,7 +49,19 @@ export function destructionOf(entry: RunEntry, pods: readonly SimPod[], faults: 
     ...containerStops(faults, started).filter((stop) => ids.has(stop.podId) && stop.status === 'ERROR').map((stop) => ({ at: stop.at, how: 'went ERROR' })),
   ].filter((event) => event.at >= endedAt - 1000).sort((a, b) => a.at - b.at);
   const first = events[0];
-  return first && { ...first, leaderMs: leaderMsBetween(terms, endedAt, first.at) };
+  if (!first) return undefined;
+  const rate = Math.min(...slowLinks(faults, started).filter((link) => ids.has(link.podId) && link.at < first.at).map((link) => link.bytesPerSecond));
+  const transferMs = Number.isFinite(rate) ? (entry.planned.resultBytes / rate) * 1000 : 0;
+  return { ...first, leaderMs: leaderMsBetween(terms, endedAt, first.at), neededMs: noChanceMs + Math.round(transferMs) };
+}
+
+/** Each slow link the world put between the controller and a pod: from then on, the pod sends at most bytesPerSecond. */
+function slowLinks(faults: readonly FaultRecord[], started: number): { podId: string; bytesPerSecond: number; at: number }[] {
+  return faults.flatMap((fault) => {
+    const rate = Number(fault.planned.params.bytesPerSecond);
+    if (!fault.fired || fault.podId === undefined || fault.planned.name !== 'slow-link' || !(rate > 0)) return [];
+    return [{ podId: fault.podId, bytesPerSecond: rate, at: started + fault.atMs }];
+  });
 }
 
 /** Each container the world stopped for good (container-exit to EXITED or ERROR): its watchdog stopped with it. */

@@ -17,7 +17,7 @@ export function formatReport(report: SessionReport): string {
   }
 
   if (report.noChance.length > 0) {
-    lines.push('', `what the world did before the controller had a chance (under ${noChanceMs / 1000} s of leader time; not counted above):`);
+    lines.push('', `what the world did before the controller had a chance (under ${noChanceMs / 1000} s of leader time, plus a slow link's transfer; not counted above):`);
     for (const line of report.noChance) lines.push(`            ${line}`);
   }
   if (report.stagingLeft.length > 0) {

@@ -48,7 +48,6 @@ export interface SessionReport {
   figures: Figure[];
   /** Every pod the simulator rented, for the story behind a figure. */
   pods: { id: string; name: string; run: string; createdAt: string; deletedAt: string | null; deletedBy: string | null }[];
-  /** Runs whose results the world destroyed (pod vanished or went ERROR) before the controller had a chance: not counted as lost. */
   /** What the world did where the controller led under noChanceMs (its pod destroyed, its watchdog stopped): not counted in the figures. */
   noChance: string[];
   /** Staging directories a killed retrieval left in the result store (litter, not a broken promise). */
