@@ -1,6 +1,6 @@
-// Runs N workers over a WorkQueue, calling a level-based reconcile(key). The four outcomes follow
+// Runs N workers over a WorkQueue, calling a level-based reconcile(key). The five outcomes follow
 // controller-runtime's reconcileHandler: error -> rate-limited retry (a conflict quietly), terminal
-// error -> logged and dropped, requeueAfter -> forget + addAfter, success -> forget.
+// error -> logged and dropped, requeueAfter -> forget + addAfter, requeueRateLimited -> addRateLimited, success -> forget.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../log.ts';
 import { realClock, type Clock } from './clock.ts';
@@ -14,6 +14,12 @@ export { TerminalError };
 export interface ReconcileResult {
   /** Reconcile this key again after this long (0: at once; e.g. to poll something that sends no events). */
   requeueAfterMs?: number;
+  /**
+   * Reconcile it again through the queue's per-key rate limiter, as after a failure but without one
+   * (controller-runtime's `Result{Requeue: true}`): the delay grows until a result of another kind,
+   * at most `atMostMs` when what the key waits for sends no event.
+   */
+  requeueRateLimited?: { atMostMs?: number };
 }
 
 export interface ReconcileContext {
@@ -58,7 +64,7 @@ interface Running {
   progressAt: number;
 }
 
-export type ReconcileOutcome = 'success' | 'requeue_after' | 'error' | 'conflict' | 'terminal_error';
+export type ReconcileOutcome = 'success' | 'requeue_after' | 'requeue_rate_limited' | 'error' | 'conflict' | 'terminal_error';
 
 export interface ControllerStats {
   reconciles: Record<ReconcileOutcome, number>;
@@ -81,7 +87,7 @@ export class Controller {
   #active = 0;
   readonly #observer: ControllerObserver | undefined;
   readonly #inFlight = new Map<string, Running>();
-  readonly #counts: Record<ReconcileOutcome, number> = { success: 0, requeue_after: 0, error: 0, conflict: 0, terminal_error: 0 };
+  readonly #counts: Record<ReconcileOutcome, number> = { success: 0, requeue_after: 0, requeue_rate_limited: 0, error: 0, conflict: 0, terminal_error: 0 };
 
   constructor(opts: ControllerOptions) {
     const workers = opts.maxConcurrentReconciles ?? 1;
@@ -172,13 +178,18 @@ export class Controller {
       const result = await this.#reconcile(key, { reconcileId, log, signal: this.#abort.signal, progress });
       const after = result?.requeueAfterMs;
       requeueAfter = after;
-      this.queue.forget(key);
-      // 0 means "again at once": the step just taken decides what comes next.
-      if (after !== undefined && after >= 0) {
-        this.queue.addAfter(key, after);
-        outcome = 'requeue_after';
+      if (result?.requeueRateLimited) {
+        this.queue.addRateLimited(key, result.requeueRateLimited.atMostMs);
+        outcome = 'requeue_rate_limited';
       } else {
-        outcome = 'success';
+        this.queue.forget(key);
+        // 0 means "again at once": the step just taken decides what comes next.
+        if (after !== undefined && after >= 0) {
+          this.queue.addAfter(key, after);
+          outcome = 'requeue_after';
+        } else {
+          outcome = 'success';
+        }
       }
     } catch (err) {
       if (err instanceof TerminalError) {
@@ -209,6 +220,8 @@ function resultLabel(outcome: ReconcileOutcome, requeueAfterMs: number | undefin
   switch (outcome) {
     case 'success': return 'success';
     case 'requeue_after': return requeueAfterMs === 0 ? 'requeue' : 'requeue_after';
+    // As controller-runtime labels Result{Requeue: true}.
+    case 'requeue_rate_limited': return 'requeue';
     default: return 'error';
   }
 }

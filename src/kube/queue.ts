@@ -111,10 +111,13 @@ export class WorkQueue {
     this.#arm();
   }
 
-  /** Adds `key` after its own exponential backoff or the global rate limit, whichever is longer. */
-  addRateLimited(key: string): void {
+  /**
+   * Adds `key` after its own exponential backoff (at most `atMostMs`, for a wait on something that sends
+   * no event) or the global rate limit, whichever is longer.
+   */
+  addRateLimited(key: string, atMostMs = Number.POSITIVE_INFINITY): void {
     if (!this.#shuttingDown) this.#observer?.retried();
-    this.addAfter(key, Math.max(this.#backoff.when(key), this.#bucket.reserve()));
+    this.addAfter(key, Math.max(Math.min(this.#backoff.when(key), atMostMs), this.#bucket.reserve()));
   }
 
   /** Resets the backoff of `key` (call on success). */

@@ -17,7 +17,6 @@ import { conditionIs, isTerminal } from './decide/conditions.ts';
 import { resolveJobInputs, type JobInputsVerdict } from './observe/job-inputs.ts';
 import { sshJobHost } from './ports/job-host.ts';
 import { runDirOf, stateDirOf } from '../pod/index.ts';
-import { exponentialDelay } from '../kube/backoff.ts';
 import { splitKey } from '../kube/keys.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import type { Accounts } from './memory/accounts.ts';
@@ -70,7 +69,6 @@ export class RunReconciler {
   readonly runs: RunApi;
   #options: RunReconcilerOptions;
   #evidence = new RunEvidence();
-  #credentialRetries = new Map<string, number>();
   /** Runs whose job inputs this process has read (so registered their secrets), by UID. */
   #jobInputsRead = new Set<string>();
 
@@ -145,7 +143,7 @@ export class RunReconciler {
     // What a cut-short retrieval staged waits to be resumed only while the run may still retrieve.
     const settled = decision.action.type === 'removeFinalizer' || (!isTerminal(run.status?.phase) && isTerminal(current.status?.phase));
     if (settled && !context.s3) await discardStagingOf(context.resultLocation);
-    return this.#requeue(run.metadata.uid, decision.requeue);
+    return this.#requeue(decision.requeue);
   }
 
   async #observe(run: RunpodRun, call: ReconcileCall): Promise<{ obs: Observation; context: Omit<ActContext, 'run'> }> {
@@ -303,14 +301,8 @@ export class RunReconciler {
     return undefined;
   }
 
-  #requeue(uid: string, requeue: ReturnType<typeof decide>['requeue']): ReconcileResult {
-    if (requeue === 'backoff') {
-      const retries = (this.#credentialRetries.get(uid) ?? 0) + 1;
-      this.#credentialRetries.set(uid, retries);
-      // Capped low: nothing watches Secrets, so this is how soon a newly created one is noticed.
-      return { requeueAfterMs: exponentialDelay(1000, 30_000, retries - 1) };
-    }
-    this.#credentialRetries.delete(uid);
+  #requeue(requeue: ReturnType<typeof decide>['requeue']): ReconcileResult {
+    if (requeue === 'backoff') return { requeueRateLimited: { atMostMs: this.#options.settings.timings.unwatchedRecheckMaxMs } };
     return requeue === 'none' ? {} : { requeueAfterMs: requeue.afterMs };
   }
 
@@ -322,7 +314,6 @@ export class RunReconciler {
   #forget(run: RunpodRun, transfers: RetrievalPool | undefined): void {
     transfers?.abort(run.metadata.uid, 'the run is gone');
     this.#releaseSecrets(run.metadata.uid);
-    this.#credentialRetries.delete(run.metadata.uid);
     this.#options.accounts.forgetRun(run.metadata.uid);
     const podIds = [run.status?.pod?.id, ...(run.status?.strayPods ?? [])].filter((podId): podId is string => Boolean(podId));
     this.#evidence.forgetRun(run.metadata.uid, podIds);

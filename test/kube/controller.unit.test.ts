@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiException } from '@kubernetes/client-node';
-import { Controller, TerminalError, type ReconcileContext } from '../../src/kube/controller.ts';
+import { Controller, TerminalError, type ReconcileContext, type ReconcileResult } from '../../src/kube/controller.ts';
 import { ConflictError } from '../../src/kube/errors.ts';
 import { WorkQueue } from '../../src/kube/queue.ts';
 import { FakeClock, settle } from './fake-clock.ts';
@@ -14,7 +14,7 @@ function gate(): { promise: Promise<void>; open: () => void } {
   return { promise, open };
 }
 
-function setup(reconcile: (key: string, ctx: ReconcileContext) => Promise<{ requeueAfterMs?: number } | undefined>, workers = 1) {
+function setup(reconcile: (key: string, ctx: ReconcileContext) => Promise<ReconcileResult | undefined>, workers = 1) {
   const clock = new FakeClock();
   const queue = new WorkQueue({ clock, baseDelayMs: 1000, maxDelayMs: 60_000 });
   const { log, lines } = captureLogger();
@@ -101,7 +101,7 @@ void test('an error retries with per-key backoff; success forgets the failures',
   const errors = lines.filter((l) => l.level === 'error');
   assert.equal(errors.length, 2);
   assert.equal(errors[0]?.err, 'boom');
-  assert.deepEqual(controller.stats().reconciles, { success: 1, requeue_after: 0, error: 2, conflict: 0, terminal_error: 0 });
+  assert.deepEqual(controller.stats().reconciles, { success: 1, requeue_after: 0, requeue_rate_limited: 0, error: 2, conflict: 0, terminal_error: 0 });
   await controller.stop();
 });
 
@@ -167,6 +167,33 @@ void test('requeueAfterMs forgets the backoff and comes back after that long', a
   await settle();
   assert.equal(calls, 3);
   assert.equal(controller.stats().reconciles.requeue_after, 2);
+  await controller.stop();
+});
+
+void test('requeueRateLimited comes back through the one per-key backoff (shared with errors, capped at atMostMs), reset by a result of another kind', async () => {
+  const results: (ReconcileResult | Error)[] = [
+    new Error('fails once'), { requeueRateLimited: { atMostMs: 3000 } }, { requeueRateLimited: { atMostMs: 3000 } },
+    { requeueRateLimited: { atMostMs: 3000 } }, { requeueAfterMs: 10_000 }, { requeueRateLimited: {} },
+  ];
+  const at: number[] = [];
+  const { controller, queue, clock } = setup(() => {
+    at.push(clock.now());
+    const next = results.shift();
+    return next instanceof Error ? Promise.reject(next) : Promise.resolve(next);
+  });
+  const start = clock.now();
+  controller.start();
+  controller.enqueue('ns/a');
+  for (let i = 0; i < 40; i++) {
+    await settle();
+    clock.advance(500);
+  }
+  await settle();
+  // The error's 1 s, then 2 s and 4 s (capped to 3 s) of the same backoff, 3 s again; the requeueAfter
+  // forgets it, so the next rate-limited requeue starts over at 1 s; the success after it ends the loop.
+  assert.deepEqual(at.map((t) => t - start), [0, 1000, 3000, 6000, 9000, 19_000, 20_000]);
+  assert.equal(queue.numRequeues('ns/a'), 0);
+  assert.equal(controller.stats().reconciles.requeue_rate_limited, 4);
   await controller.stop();
 });
 

@@ -130,7 +130,7 @@ export interface Decision {
   /** The status to write before the action runs (intent before side effect). */
   status: RunpodRunStatus;
   action: Action;
-  /** When to look again; 'backoff' = the queue's per-key exponential backoff. */
+  /** When to look again; 'backoff' = through the queue's per-key rate limiter, at most timings.unwatchedRecheckMaxMs apart. */
   requeue: { afterMs: number } | 'backoff' | 'none';
   events: RunEvent[];
 }

@@ -41,6 +41,12 @@ export interface Timings {
    * longer waits are waited out in the queue, so that one account's 429 storm never holds the workers.
    */
   workerRateLimitWaitMs: number;
+  /**
+   * A run waiting on what sends no event (nothing watches Secrets: a key missing or malformed, a blocked
+   * cleanup) backs off through the queue's rate limiter, but looks again at least this often, so a
+   * Secret created or fixed is noticed within it.
+   */
+  unwatchedRecheckMaxMs: number;
 }
 
 export const defaultTimings: Readonly<Timings> = {
@@ -58,6 +64,7 @@ export const defaultTimings: Readonly<Timings> = {
   capacityRetryMaxMs: 300_000,
   resendUnconfirmedDeleteMs: 30_000,
   workerRateLimitWaitMs: 5000,
+  unwatchedRecheckMaxMs: 30_000,
 };
 
 /**
