@@ -67,9 +67,11 @@ function ambientIdentityRefusal(own: RunS3Spec, allowed: readonly AllowedBucket[
 /** What status.results.location says: the s3:// URI of the run's prefix. */
 export const s3Uri = (settings: { bucket: string; keyPrefix: string }): string => `s3://${settings.bucket}/${settings.keyPrefix}`;
 
-/** A call may take 60 s, plus its body at 1 MiB/s (a part of a large file), SDK retries included. */
-const CALL_BASE_MS = 60_000;
-const CALL_MIN_BYTES_PER_SECOND = 1024 * 1024;
+/** How long one store call may take: `baseMs`, plus its body at `minBytesPerSecond`, SDK retries included. */
+export interface CallBounds { baseMs: number; minBytesPerSecond: number }
+
+/** 60 s, plus the body at 1 MiB/s (a part of a large file). */
+export const defaultCallBounds: Readonly<CallBounds> = { baseMs: 60_000, minBytesPerSecond: 1024 * 1024 };
 
 type Send = (command: { input?: unknown; constructor: { name: string } }, options?: { abortSignal?: AbortSignal }) => Promise<unknown>;
 
@@ -85,10 +87,10 @@ function bodyBytes(input: unknown): number {
  * endpoint trickles its answer, and reports each call that ends as progress: the endpoint is any URL a
  * run names, and a transfer that waits on it forever would hold a slot and fail /healthz for everyone.
  */
-function boundCalls(client: S3Client, onProgress: (() => void) | undefined): void {
+function boundCalls(client: S3Client, onProgress: (() => void) | undefined, bounds: CallBounds): void {
   const send = client.send.bind(client) as Send;
   const bounded: Send = async (command, options) => {
-    const limitMs = CALL_BASE_MS + (bodyBytes(command.input) / CALL_MIN_BYTES_PER_SECOND) * 1000;
+    const limitMs = bounds.baseMs + (bodyBytes(command.input) / bounds.minBytesPerSecond) * 1000;
     const timer = new AbortController();
     const timeout = setTimeout(() => timer.abort(), limitMs);
     const outer = options?.abortSignal;
@@ -108,7 +110,7 @@ function boundCalls(client: S3Client, onProgress: (() => void) | undefined): voi
 }
 
 /** A client for one retrieval try (destroy it after): few retries, the caller retries the try. */
-export function s3TargetFor(settings: S3StoreSettings, credentials: S3Credentials | undefined, onProgress?: () => void): S3Target {
+export function s3TargetFor(settings: S3StoreSettings, credentials: S3Credentials | undefined, onProgress?: () => void, bounds: CallBounds = defaultCallBounds): S3Target {
   const client = new S3Client({
     ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
     // An S3-compatible store often has no region of its own; AWS needs the bucket's (env or us-east-1).
@@ -119,6 +121,6 @@ export function s3TargetFor(settings: S3StoreSettings, credentials: S3Credential
     requestHandler: { connectionTimeout: 10_000, socketTimeout: 120_000 },
     ...(credentials ? { credentials } : {}),
   });
-  boundCalls(client, onProgress);
+  boundCalls(client, onProgress, bounds);
   return { client, bucket: settings.bucket, keyPrefix: settings.keyPrefix };
 }
