@@ -27,6 +27,7 @@ import type { DecideSettings, Observation, RunEvent, StoredResults } from './dec
 import type { Outcome } from './decide/outcome.ts';
 import { runpodPodBackend } from './ports/pod-backend.ts';
 import { buildCreatePodRequest } from './act/pod-request.ts';
+import { rememberRetrieval, settledRetrieval } from './act/retrieve.ts';
 import type { RetrievalPool } from './act/context.ts';
 import { RunApi, type SshSecret } from './ports/run-api.ts';
 import { RunEvidence } from './memory/evidence.ts';
@@ -111,6 +112,11 @@ export class RunReconciler {
     }, 'reconcile step');
     signal?.throwIfAborted();
     if (!isDeepStrictEqual(decision.status, run.status ?? {})) current = await this.runs.writeStatus(run, decision.status);
+    // Written: the pool's outcome is the status's now (a failed write leaves it for the next reconcile).
+    if (decision.appliedRetrieval) {
+      rememberRetrieval({ evidence: this.#evidence, metrics: this.#options.metrics }, run.metadata.uid, decision.appliedRetrieval, obs.now);
+      call.transfers?.take(run.metadata.uid);
+    }
     for (const event of decision.events) this.#options.events.record(current, event);
 
     signal?.throwIfAborted();
@@ -192,9 +198,8 @@ export class RunReconciler {
     const now = this.#now();
     const location = s3 ? s3Uri(s3) : resultLocation(this.#options.resultsDir, namespace, run.metadata.name, uid);
     const transfer = call.transfers?.look(uid);
-    // A pooled transfer's outcome is applied by the step that takes it (decide takes a settled one before
-    // anything else). Otherwise, what a crashed status write left: the disk store's committed directory,
-    // or the run's SHA256SUMS in its bucket.
+    // A pooled transfer's outcome is decide's to apply (obs.retrieval). Otherwise, what a crashed status
+    // write left: the disk store's committed directory, or the run's SHA256SUMS in its bucket.
     const adoptable = !transfer && status.job?.finishedAt && !status.results?.retrievedAt && !isTerminal(status.phase);
     const storedResults = !adoptable ? undefined : s3 ? await this.#committedInStore(run, s3, location)
       : await committedResults(location).then((found) => found && { files: found.files, bytes: found.bytes, location, verifiedAt: found.committedAt });
@@ -224,7 +229,8 @@ export class RunReconciler {
       retrievalFailures: this.#evidence.retrievalFailures(uid),
       ...(this.#evidence.lastRetrievalFailureAt(uid) ? { lastRetrievalFailureAt: this.#evidence.lastRetrievalFailureAt(uid) } : {}),
       ...(storedResults ? { storedResults } : {}),
-      ...(transfer ? { transfer: transfer.state === 'queued' ? { state: 'queued', ahead: transfer.ahead } : { state: transfer.state } } : {}),
+      ...(transfer?.state === 'settled' ? { retrieval: settledRetrieval(transfer.outcome) }
+        : transfer ? { transfer: transfer.state === 'queued' ? { state: 'queued', ahead: transfer.ahead } : { state: 'running' } } : {}),
       spend: accountSpend || snapshot ? { ...accountSpend, runningUsdPerHour: snapshot?.runningUsdPerHour } : undefined,
       settings: this.#options.settings,
     };

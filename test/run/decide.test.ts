@@ -488,17 +488,37 @@ describe('decide: the job on a ready pod', () => {
     const running = decide(observe({ ...listed(), podState: exited, transfer: { state: 'running' } }, queued.status));
     assert.doesNotMatch(running.status.message!, /waiting for a transfer slot/);
     assert.deepEqual(running.requeue, { afterMs: 5000 });
-    const settled = decide(observe({ ...listed(), podState: exited, transfer: { state: 'settled' } }, running.status));
-    assert.deepEqual([settled.action, settled.requeue], [{ type: 'retrieveResults' }, { afterMs: 0 }], 'the step takes the outcome');
+    const retrieval = { kind: 'verified', files: 2, bytes: 10, location: '/results/x', verifiedAt: at(8) } as const;
+    const settled = decide(observe({ ...listed(), podState: exited, retrieval }, running.status));
+    assert.equal(settled.status.results?.retrievedAt, at(8).toISOString(), 'the outcome is applied in the same pass');
+    assert.deepEqual(settled.appliedRetrieval, retrieval, 'and handed back, to be let go once written');
+    assert.deepEqual(settled.action, { type: 'deletePod', podId: 'p1' }, 'verified: the pass goes on to the pod\'s delete');
   });
 
-  test('a settled transfer is taken before anything looks at the pod: its pod may be gone already (the watchdog deletes a marked pod)', () => {
+  test('a settled transfer is applied before anything looks at the pod: its pod may be gone already (the watchdog deletes a marked pod)', () => {
     const exited = state({}, { status: 'exited', startedAt: 1_800_000_000, endedAt: 1_800_000_100, exitCode: 0 });
     const running = decide(observe({ ...listed(), podState: exited, transfer: { state: 'running' } }, readyStatus())).status;
-    // The pod is no longer listed and SSH is gone: without the take, the run would end without its results.
-    const gone = decide(observe({ now: at(200), pods: { listedAt: at(200), items: [] }, transfer: { state: 'settled' } }, running));
-    assert.deepEqual(gone.action, { type: 'retrieveResults' });
+    // The pod is no longer listed and SSH is gone: unless applied first, the run would end without its results.
+    const retrieval = { kind: 'verified', files: 2, bytes: 10, location: '/results/x', verifiedAt: at(190) } as const;
+    const gone = decide(observe({ now: at(200), pods: { listedAt: at(200), items: [] }, retrieval }, running));
+    assert.equal(gone.status.results?.retrievedAt, at(190).toISOString());
     assert.notEqual(gone.status.phase, 'Failed');
+    assert.deepEqual(gone.appliedRetrieval, retrieval);
+  });
+
+  test('a settled transfer that failed: said and counted in the same pass, the next try waits out its backoff from now', () => {
+    const exited = state({}, { status: 'exited', startedAt: 1_800_000_000, endedAt: 1_800_000_100, exitCode: 0 });
+    const running = decide(observe({ ...listed(), podState: exited, transfer: { state: 'running' } }, readyStatus())).status;
+    const retrieval = { kind: 'unverified', message: 'the object store s3://b/x: ServiceUnavailable' } as const;
+    const failed = decide(observe({ ...listed(), podState: exited, retrieval, retrievalFailures: 1 }, running));
+    assert.equal(failed.status.reason, 'ResultsUnverified');
+    assert.match(failed.status.message!, /^results not verified \(try 2\): the object store s3:\/\/b\/x: ServiceUnavailable/);
+    assert.deepEqual(failed.appliedRetrieval, retrieval);
+    // Counted: the third try is 2 s × 2² after this failure, as when the next reconcile sees it counted.
+    assert.deepEqual([failed.action, failed.requeue], [{ type: 'none' }, { afterMs: 8000 }]);
+    const next = decide(observe({ ...listed(), now: at(8), podState: exited, retrievalFailures: 2, lastRetrievalFailureAt: at(0) }, failed.status));
+    assert.deepEqual(next.action, { type: 'retrieveResults' });
+    assert.equal(next.appliedRetrieval, undefined);
   });
 
   test('a failed job\'s last log lines go into a Warning event once', () => {

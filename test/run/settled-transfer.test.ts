@@ -88,6 +88,7 @@ test('a transfer that settled verified before its pod vanished still gives the r
     assert.equal(done.status?.results?.files, 1);
     assert.equal(done.status?.results?.bytes, resultBytes);
     assert.ok(done.status?.results?.retrievedAt, 'the results are recorded as retrieved');
+    assert.equal(transfers.look(uid), undefined, 'the pool let the outcome go once a status recorded it');
     assert.equal(countRequests(await simStats(sim.adminUrl), 'POST', '/v2/pods'), 1, 'no second pod was rented for results already held');
   } finally {
     await transfers.abortAll('the test ended');

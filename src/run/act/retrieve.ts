@@ -1,13 +1,14 @@
 // The retrieveResults step. With a transfer pool (the controller's), the step only starts the
-// transfer in the pool and returns; the reconcile the pool asks for when it ends takes the outcome
-// and learn() applies it. Without one (tests and benches calling reconcile directly), it transfers inline
-// over the reconcile's connection, as a worker would have held it before the pool.
+// transfer in the pool and returns; the reconcile the pool asks for when it ends observes the outcome
+// (obs.retrieval) and decide applies it. Without one (tests and benches calling reconcile directly),
+// it transfers inline over the reconcile's connection, and learn() applies what it returns.
 import { posix } from 'node:path';
 import { runDirOf, stateDirOf } from '../../pod/index.ts';
 import { connectPinned, printable, type ManifestFile, type SshConnection } from '../../ssh/index.ts';
 import { redact } from '../../log.ts';
 import type { Outcome, RetrievalOutcome } from '../decide/outcome.ts';
 import type { ActContext } from './context.ts';
+import type { Settled } from './transfers.ts';
 import { retrieveResults } from '../ports/job-steps.ts';
 import { retrieveResultsToS3 } from './retrieve-s3.ts';
 import { uploadFromPod } from '../../results/s3-direct.ts';
@@ -27,8 +28,6 @@ export async function retrieve(ctx: ActContext): Promise<Outcome | undefined> {
     }
   }
   const uid = ctx.run.metadata.uid;
-  const settled = pool.take(uid);
-  if (settled) return record(ctx, settled.ok ? settled.value : failedTry(settled.error));
   // The pool may start it from another run's context: what it registers (S3 keys) is this run's.
   const job = (signal: AbortSignal, progress: () => void) => withSecretOwner(uid, () => transferOverOwnConnection(ctx, signal, progress));
   pool.start(uid, `${ctx.run.metadata.namespace}/${ctx.run.metadata.name}`, job, resultsLostAt(ctx));
@@ -59,12 +58,21 @@ function failedTry(error: unknown): RetrievalOutcome {
   return { kind: 'unverified', message: `the retrieval failed: ${redact(printable(text, 300))}` };
 }
 
-function record(ctx: ActContext, outcome: RetrievalOutcome): Outcome {
-  const uid = ctx.run.metadata.uid;
+/** A transfer that ended in the pool, as the retrieval's outcome (observe hands it to decide). */
+export function settledRetrieval(settled: Settled<RetrievalOutcome>): RetrievalOutcome {
+  return settled.ok ? settled.value : failedTry(settled.error);
+}
+
+/** Once the status records a retrieval's outcome: this process counts the failed tries (spacing, bounds) and the bytes. */
+export function rememberRetrieval(memory: Pick<ActContext, 'evidence' | 'metrics'>, uid: string, outcome: RetrievalOutcome, at: Date): void {
   if (outcome.kind === 'verified') {
-    ctx.evidence.retrievalVerified(uid);
-    ctx.metrics?.resultsRetrieved(outcome.files, outcome.bytes);
-  } else ctx.evidence.retrievalFailed(uid, ctx.now());
+    memory.evidence.retrievalVerified(uid);
+    memory.metrics?.resultsRetrieved(outcome.files, outcome.bytes);
+  } else memory.evidence.retrievalFailed(uid, at);
+}
+
+function record(ctx: ActContext, outcome: RetrievalOutcome): Outcome {
+  rememberRetrieval(ctx, ctx.run.metadata.uid, outcome, ctx.now());
   return { step: 'retrieveResults', result: outcome };
 }
 

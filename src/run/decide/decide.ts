@@ -33,7 +33,8 @@ export function decide(obs: Observation): Decision {
   // Again: the step may have ended the pod's life (deletedAt), which fixes the final cost.
   updateCost(ctx);
   const transition = transitionEvent(obs.status, status);
-  return { ...decision, status, events: transition ? [...ctx.events, transition] : ctx.events };
+  const applied = ctx.appliedRetrieval ? { appliedRetrieval: ctx.appliedRetrieval } : {};
+  return { ...decision, status, events: transition ? [...ctx.events, transition] : ctx.events, ...applied };
 }
 
 /** The event a change of reason deserves (a Warning when the run failed). */
@@ -86,9 +87,7 @@ function decideStep(ctx: Context): Step {
 
   adoptAfterAmbiguousCreate(ctx);
   adoptStoredResults(ctx);
-  // A transfer that ended in the pool is taken before anything looks at the pod: the watchdog deletes a
-  // pod once its results are marked retrieved, so the pod may be gone, and what was verified must count.
-  if (obs.transfer?.state === 'settled' && !status.results?.retrievedAt) return step({ type: 'retrieveResults' });
+  applySettledRetrieval(ctx);
   markStrays(ctx);
   // When the cancel was first seen (durable: its bound survives a restart).
   if (spec.cancel) setCondition(status, 'CancelRequested', 'True', 'Cancelled', 'spec.cancel is set', obs.run.generation, obs.now);
@@ -118,6 +117,21 @@ function adoptStoredResults(ctx: Context): void {
   const stored = obs.storedResults;
   if (!stored || status.results?.retrievedAt || !status.job?.finishedAt) return;
   applyRetrievalOutcome(obs, status, { kind: 'verified', ...stored });
+}
+
+/**
+ * A retrieval that ended in the transfer pool is applied before anything looks at the pod: the watchdog
+ * deletes a pod once its results are marked retrieved, so the pod may be gone, and what was verified
+ * must count. The rest of the pass goes on from there (verified: the pod's delete; failed: the next
+ * try's backoff), seeing the failed try counted as the next reconcile would.
+ */
+function applySettledRetrieval(ctx: Context): void {
+  const { obs, status } = ctx;
+  const outcome = obs.retrieval;
+  if (!outcome || ctx.appliedRetrieval || status.results?.retrievedAt) return;
+  applyRetrievalOutcome(obs, status, outcome);
+  ctx.appliedRetrieval = outcome;
+  if (outcome.kind !== 'verified') ctx.obs = { ...obs, retrievalFailures: obs.retrievalFailures + 1, lastRetrievalFailureAt: obs.now };
 }
 
 /** Runpod refused the account's pod list: 401 (the key is wrong or revoked) or 403 (it lacks a scope). */
@@ -155,7 +169,7 @@ function guardWithoutCredentials(ctx: Context, spec: RunpodRunSpec, unusable: { 
     return continueDeletions(ctx) ?? idle;
   }
   if (status.results?.retrievedAt && spec.keepPod) return finish(ctx);
-  if (obs.transfer?.state === 'settled' && !status.results?.retrievedAt) return step({ type: 'retrieveResults' });
+  applySettledRetrieval(ctx);
   const following = followJobOverSsh({ ...ctx, pod }, spec);
   if (!following) return idle;
   // The key is what the user must act on: it stays the reason; what SSH does meanwhile is said after it.

@@ -193,7 +193,7 @@ function followJob(ctx: LivePodContext, spec: RunpodRunSpec): Step {
 function retrieve(ctx: Context, retrieving: string): Step {
   const { obs, status } = ctx;
   // A transfer in the pool: looked at again after a poll (the pool asks for a reconcile when it ends).
-  const transferring = obs.transfer && obs.transfer.state !== 'settled' ? obs.transfer : undefined;
+  const transferring = obs.transfer;
   const slot = transferring?.state === 'queued' ? `; waiting for a transfer slot (${transferring.ahead} ahead, --max-concurrent-transfers)` : '';
   const spec = obs.spec.ok ? obs.spec.spec : undefined;
   const renewal = spec && graceRenewal(ctx, spec);

@@ -22,8 +22,7 @@ export function retrieveGraceEnd(status: RunpodRunStatus, spec: RunpodRunSpec): 
  */
 export function graceRenewal(ctx: Context, spec: RunpodRunSpec): number | undefined {
   const { obs, status } = ctx;
-  const transfer = obs.transfer;
-  if (spec.keepPod || !status.pod || !status.job?.finishedAt || !transfer || transfer.state === 'settled') return undefined;
+  if (spec.keepPod || !status.pod || !status.job?.finishedAt || !obs.transfer) return undefined;
   const now = obs.now.getTime();
   const renewal = graceRenewalMs(obs.settings.timings, obs.settings.pollIntervalMs);
   if (retrieveGraceEnd(status, spec) - now > renewal / 2) return undefined;

@@ -4,6 +4,7 @@ import type { SpecVerdict } from '../../api/runpodrun.ts';
 import type { PodState } from '../../pod/job.ts';
 import type { Reason, RunpodRunStatus } from '../../api/status.ts';
 import type { Timings } from './timings.ts';
+import type { RetrievalOutcome } from './outcome.ts';
 
 /** One Runpod pod of this run, as the account's shared pod list last showed it. */
 export interface PodView {
@@ -67,8 +68,13 @@ export interface Observation {
    * while the status lacks results after the job ended.
    */
   storedResults?: StoredResults;
-  /** This run's retrieval in the transfer pool (transfers.ts): waiting for a slot, running, or ended and not yet applied. */
-  transfer?: { state: 'queued'; ahead: number } | { state: 'running' } | { state: 'settled' };
+  /** This run's retrieval in the transfer pool (transfers.ts) while it waits for a slot or moves. */
+  transfer?: { state: 'queued'; ahead: number } | { state: 'running' };
+  /**
+   * A retrieval that ended in the transfer pool and is not in the status yet: decide applies it in the
+   * same pass (Decision.appliedRetrieval), and the pool lets it go once that status is written.
+   */
+  retrieval?: RetrievalOutcome;
   settings: DecideSettings;
 }
 
@@ -133,4 +139,6 @@ export interface Decision {
   /** When to look again; 'backoff' = through the queue's per-key rate limiter, at most timings.unwatchedRecheckMaxMs apart. */
   requeue: { afterMs: number } | 'backoff' | 'none';
   events: RunEvent[];
+  /** obs.retrieval, when this status records it: once the status is written it is remembered and let go. */
+  appliedRetrieval?: RetrievalOutcome;
 }

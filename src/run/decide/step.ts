@@ -3,11 +3,15 @@
 import { setPhase } from './conditions.ts';
 import type { Action, Decision, Observation, RunEvent } from './model.ts';
 import type { Phase, Reason, RunpodRunStatus } from '../../api/status.ts';
+import type { RetrievalOutcome } from './outcome.ts';
 
 export interface Context {
+  /** What the pass knows: once it applied a settled retrieval that failed, that try counts (decide.ts). */
   obs: Observation;
   status: RunpodRunStatus;
   events: RunEvent[];
+  /** obs.retrieval, once this pass applied it. */
+  appliedRetrieval?: RetrievalOutcome;
 }
 
 /** The run's current pod, known by its id and not yet deleted (the very object of status.pod). */
@@ -21,7 +25,7 @@ export interface LivePodContext extends Context { pod: LivePod }
 /** ... and the account's pod list this reconcile saw. */
 export interface PodContext extends LivePodContext { list: NonNullable<Observation['pods']> }
 
-export type Step = Omit<Decision, 'status' | 'events'>;
+export type Step = Omit<Decision, 'status' | 'events' | 'appliedRetrieval'>;
 export const step = (action: Action, afterMs = 0): Step => ({ action, requeue: { afterMs } });
 export const wait = (afterMs: number): Step => ({ action: { type: 'none' }, requeue: { afterMs } });
 export const done: Step = { action: { type: 'none' }, requeue: 'none' };

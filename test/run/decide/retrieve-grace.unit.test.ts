@@ -65,8 +65,8 @@ describe('the retrieve grace while a transfer waits or moves', () => {
     const keptState = state({ keep: true }, exited.job);
     const keptRun = decide(observe(101, fixture.readyStatus({ readyAt: 2, spec: kept, pod: pod() }), { spec: kept, podState: keptState })).status;
     assert.deepEqual(decide(observe(130, keptRun, { spec: kept, podState: keptState, transfer: queued })).action, { type: 'retrieveResults' });
-    const settled = decide(observe(130, retrieving(), { spec: short, podState: exited, transfer: { state: 'settled' } }));
-    assert.deepEqual(settled.action, { type: 'retrieveResults' });
+    const settled = decide(observe(130, retrieving(), { spec: short, podState: exited, retrieval: { kind: 'unverified', message: 'the store did not answer' } }));
+    assert.deepEqual(settled.action, { type: 'none' }, 'the next try waits its backoff');
     assert.equal(settled.status.pod?.retrieveGraceUntil, undefined);
   });
 
