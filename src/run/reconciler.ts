@@ -8,11 +8,8 @@ import type { RunpodRunStatus } from '../api/status.ts';
 import { registerSecret, releaseSecrets, type Logger } from '../log.ts';
 import { withSecretOwner } from '../redaction.ts';
 import { isRunpodError } from '../runpod/index.ts';
-import { s3SettingsFor, s3Uri, type AllowedBucket, type S3Defaults, type S3StoreSettings } from '../results/s3-store.ts';
-import { committedObjects } from '../results/s3-verify.ts';
-import { openS3Target } from './ports/s3-access.ts';
-import { committedResults, discardStagingOf, resultLocation } from '../results/store.ts';
-import { connectPinned, HostKeyMismatchError, type SshConnection } from '../ssh/index.ts';
+import { s3SettingsFor, s3Uri, type AllowedBucket, type S3Defaults } from '../results/s3-store.ts';
+import { discardStagingOf, resultLocation } from '../results/store.ts';
 import { conditionIs, isTerminal } from './decide/conditions.ts';
 import { resolveJobInputs, type JobInputsVerdict } from './observe/job-inputs.ts';
 import { sshJobHost } from './ports/job-host.ts';
@@ -23,13 +20,15 @@ import type { Accounts } from './memory/accounts.ts';
 import { act, podView, protectSshKeys, type ActContext, type ReconcilerMetrics } from './act/act.ts';
 import { decide, learn, transitionEvent } from './decide/decide.ts';
 import { stillCurrent } from './observe/fresh-view.ts';
-import type { DecideSettings, Observation, RunEvent, StoredResults } from './decide/model.ts';
+import { connectIfReady } from './observe/pod-connection.ts';
+import { storedResultsOf } from './observe/stored-results.ts';
+import type { DecideSettings, Observation, RunEvent } from './decide/model.ts';
 import type { Outcome } from './decide/outcome.ts';
 import { runpodPodBackend } from './ports/pod-backend.ts';
 import { buildCreatePodRequest } from './act/pod-request.ts';
 import { rememberRetrieval, settledRetrieval } from './act/retrieve.ts';
 import type { RetrievalPool } from './act/context.ts';
-import { RunApi, type SshSecret } from './ports/run-api.ts';
+import { RunApi } from './ports/run-api.ts';
 import { RunEvidence } from './memory/evidence.ts';
 import { spendPriceKey } from './memory/spend-room.ts';
 
@@ -192,7 +191,10 @@ export class RunReconciler {
     // refuses the key, or there is none, the status's endpoint is all there is.
     const endpoint = listed?.find((pod) => pod.id === status.pod?.id)?.ssh;
     const firstListDue = account !== undefined && !snapshot && !account.observer.refused;
-    const ssh = firstListDue ? undefined : await this.#connectIfReady(run, status, sshKeys, endpoint, call.signal);
+    const ready = conditionIs(status, 'PodReady') && !isTerminal(status.phase);
+    const ssh = firstListDue ? undefined : await connectIfReady(run, status, sshKeys, endpoint, {
+      ready, signal: call.signal, metrics: this.#options.metrics, onUnreachable: (error) => this.#unreadable(run, error),
+    });
     const jobHost = sshJobHost(ssh, { runDir: runDirOf(uid), stateDir: stateDirOf(uid) }, () => this.#now().getTime());
     const podState = ssh ? await jobHost.readState(call.signal).catch((error: unknown) => this.#unreadable(run, error)) : undefined;
     const now = this.#now();
@@ -201,8 +203,7 @@ export class RunReconciler {
     // A pooled transfer's outcome is decide's to apply (obs.retrieval). Otherwise, what a crashed status
     // write left: the disk store's committed directory, or the run's SHA256SUMS in its bucket.
     const adoptable = !transfer && status.job?.finishedAt && !status.results?.retrievedAt && !isTerminal(status.phase);
-    const storedResults = !adoptable ? undefined : s3 ? await this.#committedInStore(run, s3, location)
-      : await committedResults(location).then((found) => found && { files: found.files, bytes: found.bytes, location, verifiedAt: found.committedAt });
+    const storedResults = adoptable ? await storedResultsOf(this.runs, run, s3, location, this.#options.logger) : undefined;
     // The spend-limit figures for the pod the run would create (its last attempt's type), as the account's refusals taught them.
     const waitingOn = status.attempts?.at(-1)?.gpuType;
     const accountSpend = account && spec && waitingOn ? account.spendRoom.known(spendPriceKey(waitingOn, spec), now) : undefined;
@@ -256,48 +257,6 @@ export class RunReconciler {
   /** The one source of wall-clock time for observations and for what act records. */
   #now(): Date {
     return this.#options.now?.() ?? new Date();
-  }
-
-  /** The run's SHA256SUMS in its bucket (written last, after verification): the proof a crashed status write left. */
-  async #committedInStore(run: RunpodRun, s3: S3StoreSettings, location: string): Promise<StoredResults | undefined> {
-    const opened = await openS3Target(this.runs, run.metadata.namespace, s3);
-    if (!opened.ok) return undefined;
-    try {
-      const found = await committedObjects(opened.target);
-      return found && { files: found.files, bytes: found.bytes, location, verifiedAt: found.committedAt, path: found.path };
-    } catch (error) {
-      // The retrieval step will meet the same store and say why in the status.
-      this.#options.logger.info({ run: run.metadata.name, namespace: run.metadata.namespace, err: error }, 'could not read the run\'s SHA256SUMS from its object store this time');
-      return undefined;
-    } finally {
-      opened.target.client.destroy();
-    }
-  }
-
-  /**
-   * One SSH connection per reconcile to a ready, live pod; undefined when there is none or it does not
-   * answer. At `listed` (the endpoint the account's list shows for it) when known, else the status's.
-   */
-  async #connectIfReady(run: RunpodRun, status: RunpodRunStatus, keys: SshSecret | undefined, listed: { host: string; port: number } | undefined, signal?: AbortSignal): Promise<SshConnection | undefined> {
-    const pod = status.pod;
-    const host = listed?.host ?? pod?.sshHost;
-    const port = listed?.port ?? pod?.sshPort;
-    if (!keys || !host || !port || !conditionIs(status, 'PodReady') || isTerminal(status.phase)) return undefined;
-    // EXITED / ERROR: no container runs to answer (decide deletes such a pod).
-    if (['Deleting', 'Deleted', 'EXITED', 'ERROR'].includes(pod?.state ?? '') || run.metadata.deletionTimestamp) return undefined;
-    try {
-      const connection = await connectPinned({
-        host, port, username: 'root',
-        privateKey: keys.clientPrivateKey, hostPublicKey: keys.hostPublicKey, readyTimeoutMs: 15_000, ...(signal ? { signal } : {}),
-      });
-      this.#options.metrics?.sshConnection('ok');
-      return connection;
-    } catch (error) {
-      signal?.throwIfAborted();
-      this.#options.metrics?.sshConnection(error instanceof HostKeyMismatchError ? 'host_key_mismatch' : 'failed');
-      this.#unreadable(run, error);
-      return undefined;
-    }
   }
 
   #unreadable(run: RunpodRun, error: unknown): undefined {
