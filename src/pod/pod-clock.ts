@@ -4,7 +4,7 @@
 // run on the controller's clock. Each state read carries the pod's `now`, read between the moment the
 // command was sent and the moment its answer came: that bounds the offset, and every pod time is moved
 // by it before anything compares or records it.
-import type { PodState } from './job.ts';
+import type { PodState } from './state.ts';
 
 /** One read of the pod's `date +%s` (whole seconds, null when unreadable) and the controller's ms around it. */
 export interface ClockReading { podNow: number | null; sentAtMs: number; answeredAtMs: number }

@@ -6,7 +6,8 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { injectFault, simPodLogs } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator, type SimConfigInput } from '../runpod-sim/server.ts';
-import { parsePodState, parseStartOutput, podStateCommand, startJobCommand } from '../../src/pod/job.ts';
+import { parseStartOutput, startJobCommand } from '../../src/pod/job.ts';
+import { parsePodState, podStateCommand } from '../../src/pod/state.ts';
 import { ACCOUNT_KEY, SHELLS, cleanUp, createPod, keys, simPod, ssh, sshPort, waitDeleted, waitFor, type PodOptions } from './helpers.ts';
 
 const unix = (): number => Math.floor(Date.now() / 1000);

@@ -4,7 +4,7 @@
 // curl (python3, then GNU wget, then nothing at all).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parsePodState, podStateCommand, type PodState } from '../../src/pod/job.ts';
+import { parsePodState, podStateCommand, type PodState } from '../../src/pod/state.ts';
 import { simPodLogs, simPods } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator, type SimConfigInput } from '../runpod-sim/server.ts';
 import { ACCOUNT_KEY, SHELLS, cleanUp, createPod, keys, simPod, sshPort, sshWhenUp, waitDeleted, waitFor, type Keys } from './helpers.ts';

@@ -6,9 +6,10 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, st
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import {
-  cancelJobCommand, jobEnvFile, markRetrievedCommand, parseAck, parseCancelOutput, parsePodState, parseStartOutput,
-  podStateCommand, renewRetrieveGraceCommand, setKeepCommand, startJobCommand, writeJobEnvCommand, type PodState,
+  cancelJobCommand, jobEnvFile, markRetrievedCommand, parseAck, parseCancelOutput, parseStartOutput,
+  renewRetrieveGraceCommand, setKeepCommand, startJobCommand, writeJobEnvCommand,
 } from '../../src/pod/job.ts';
+import { parsePodState, podStateCommand, type PodState } from '../../src/pod/state.ts';
 import { SHELLS, runShell, waitFor } from './helpers.ts';
 
 const HOSTILE = [

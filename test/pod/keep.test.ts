@@ -3,7 +3,8 @@
 // the job writes itself (the job runs as root in the run directory) never extends its life past them.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parsePodState, parseStartOutput, podStateCommand, startJobCommand, type PodState } from '../../src/pod/job.ts';
+import { parseStartOutput, startJobCommand } from '../../src/pod/job.ts';
+import { parsePodState, podStateCommand, type PodState } from '../../src/pod/state.ts';
 import { DEFAULT_STATE_DIR, podPath } from '../../src/pod/protocol.ts';
 import { simPodLogs } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator } from '../runpod-sim/server.ts';

@@ -3,7 +3,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { clockOffsetSeconds, onControllerClock } from '../../src/pod/pod-clock.ts';
-import { parsePodState } from '../../src/pod/job.ts';
+import { parsePodState } from '../../src/pod/state.ts';
 
 const T = 1_796_212_700;
 /** A read sent at T + sentMs and answered at T + answeredMs (controller ms), the pod answering `podNow`. */

@@ -5,10 +5,8 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  markRetrievedCommand, parseAck, parsePodState, parseStartOutput, podStateCommand, setKeepCommand, startJobCommand,
-  type PodState,
-} from '../../src/pod/job.ts';
+import { markRetrievedCommand, parseAck, parseStartOutput, setKeepCommand, startJobCommand } from '../../src/pod/job.ts';
+import { parsePodState, podStateCommand, type PodState } from '../../src/pod/state.ts';
 import { IMAGE_REQUIREMENTS, SSHD_CONFIG_PATH, SSHD_HOST_KEY_PATH } from '../../src/pod/protocol.ts';
 import { injectFault, simPodLogs } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator } from '../runpod-sim/server.ts';

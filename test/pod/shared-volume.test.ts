@@ -5,7 +5,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { stateDirOf } from '../../src/pod/protocol.ts';
-import { markRetrievedCommand, parseAck, parsePodState, parseStartOutput, podStateCommand, setKeepCommand, startJobCommand, writeJobEnvCommand } from '../../src/pod/job.ts';
+import { markRetrievedCommand, parseAck, parseStartOutput, setKeepCommand, startJobCommand, writeJobEnvCommand } from '../../src/pod/job.ts';
+import { parsePodState, podStateCommand } from '../../src/pod/state.ts';
 import { startSimulator, type RunningSimulator } from '../runpod-sim/server.ts';
 import { ACCOUNT_KEY, cleanUp, createPod, makeKeys, removeKeys, simPod, ssh, sshPort, sshWhenUp, waitDeleted, waitFor, type Keys } from './helpers.ts';
 

@@ -1,7 +1,7 @@
 // What a reconcile sees (Observation) and what it decides (Decision). decide() maps one to the
 // other without I/O; observe() builds the first, act() carries out the second.
 import type { SpecVerdict } from '../../api/runpodrun.ts';
-import type { PodState } from '../../pod/job.ts';
+import type { PodState } from '../../pod/state.ts';
 import type { Reason, RunpodRunStatus } from '../../api/status.ts';
 import type { Timings } from './timings.ts';
 import type { RetrievalOutcome } from './outcome.ts';
