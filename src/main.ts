@@ -4,7 +4,7 @@
 import { hostname } from 'node:os';
 import { isDeepStrictEqual } from 'node:util';
 import { CoreV1Api, KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
-import { group, parseSpec, plural, version, type RunpodRun } from './api/runpodrun.ts';
+import { group, plural, version, type RunpodRun } from './api/runpodrun.ts';
 import { loadConfig, resultsStoreOf, type Config } from './config.ts';
 import { Controller } from './kube/controller.ts';
 import { EventRecorder } from './kube/events.ts';
@@ -12,15 +12,15 @@ import { keyOf } from './kube/keys.ts';
 import { LeaderElector } from './kube/leader.ts';
 import { Reflector, resourcePath } from './kube/reflector.ts';
 import { healthRoutes, type HealthSources } from './health/probes.ts';
-import { startEndpoint, type Endpoint } from './http/endpoint.ts';
-import { createLogger, registerSecret, type Logger } from './log.ts';
-import { PROCESS_OWNER } from './redaction.ts';
+import { endpointUrl, startEndpoint } from './http/endpoint.ts';
+import { createLogger, type Logger } from './log.ts';
 import { OperatorMetrics } from './metrics/metrics.ts';
 import type { S3Defaults } from './results/s3-store.ts';
 import { removeAbandonedStaging } from './results/store.ts';
 import { isTerminal } from './run/decide/conditions.ts';
 import { Accounts } from './run/memory/accounts.ts';
 import { installScope, type Owner } from './run/ownership.ts';
+import { referencedApiKeys } from './run/account-keys.ts';
 import { RunReconciler } from './run/reconciler.ts';
 import { Sweeper } from './run/sweeper.ts';
 import { defaultTimings, type Timings } from './run/decide/timings.ts';
@@ -68,44 +68,11 @@ function needsReconcile(old: RunpodRun, run: RunpodRun): boolean {
   return old === run || !isDeepStrictEqual(userVisible(old), userVisible(run));
 }
 
-/**
- * The API key of every run in the store (finished ones too), each credentials Secret read once. A
- * Secret that holds no usable key is left out (its runs say so in their status) and logged once.
- */
-async function referencedApiKeys(runs: RunpodRun[], reconciler: RunReconciler, unusable: { said: Set<string>; logger: Logger }): Promise<string[]> {
-  const refs = new Map<string, { namespace: string; secretName: string; key: string }>();
-  for (const run of runs) {
-    const verdict = parseSpec(run.spec);
-    if (!verdict.ok) continue;
-    const { secretName, key } = verdict.spec.credentials;
-    refs.set(JSON.stringify([run.metadata.namespace, secretName, key]), { namespace: run.metadata.namespace, secretName, key });
-  }
-  const keys: string[] = [];
-  for (const ref of refs.values()) {
-    const read = await reconciler.runs.runpodKey(ref.namespace, ref.secretName, ref.key).catch(() => undefined);
-    if (read?.ok) {
-      registerSecret(read.apiKey, PROCESS_OWNER);
-      keys.push(read.apiKey);
-    } else if (read?.invalid && !unusable.said.has(read.message)) {
-      unusable.said.add(read.message);
-      unusable.logger.warn({ namespace: ref.namespace, secret: ref.secretName, key: ref.key, problem: read.message }, 'a credentials Secret holds no usable Runpod API key; its account is not swept until it does');
-    }
-  }
-  return keys;
-}
-
 /** Bounded: a memory for events, not a record. */
 function rememberDeleted(deletedRuns: Map<string, RunpodRun>, run: RunpodRun): void {
   deletedRuns.set(run.metadata.uid, run);
   for (const uid of deletedRuns.keys()) if (deletedRuns.size > 1000) deletedRuns.delete(uid);
 }
-
-const urlOf = (endpoint: Endpoint | undefined): string | undefined => {
-  if (!endpoint) return undefined;
-  const { host, port } = endpoint.address;
-  const shown = host === '::' || host === '0.0.0.0' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
-  return `http://${shown}:${port}`;
-};
 
 const aborted = (signal: AbortSignal): Promise<void> =>
   new Promise((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
@@ -150,7 +117,7 @@ export async function startController(config: Config, options: StartOptions = {}
     accounts, owner, logger, intervalMs: config.sweepInterval, graceMs: config.strayGrace, deadlineMarginMs: config.deadlineMargin,
     cachedRunUids: () => new Set(runUids.keys()),
     liveRunUids: () => reconciler.runs.liveRunUids(config.namespace),
-    referencedApiKeys: () => referencedApiKeys(reflector?.list() ?? [], reconciler, unusableKeys),
+    referencedApiKeys: () => referencedApiKeys(reflector?.list() ?? [], reconciler.runs, unusableKeys),
     onConfirmed: (stray) => {
       const run = deletedRuns.get(stray.runUid);
       if (run) events.record(run, { type: 'Warning', reason: 'StrayPodDeleted', note: `pod ${stray.podName} (${stray.podId}) outlived this run; the sweeper deleted it (confirmed)` });
@@ -252,7 +219,7 @@ export async function startController(config: Config, options: StartOptions = {}
   const closeEndpoints = async (): Promise<void> => {
     await Promise.all([metricsEndpoint?.close(), healthEndpoint?.close()]);
   };
-  const endpoints = { metricsUrl: urlOf(metricsEndpoint), healthUrl: urlOf(healthEndpoint) };
+  const endpoints = { metricsUrl: endpointUrl(metricsEndpoint), healthUrl: endpointUrl(healthEndpoint) };
 
   if (!config.leaderElect) {
     const stop = new AbortController();

@@ -56,3 +56,11 @@ export async function startEndpoint(name: string, bind: BindAddress, routes: Rec
     }),
   };
 }
+
+/** `http://host:port` of an endpoint, as a client on this machine reaches it. */
+export function endpointUrl(endpoint: Endpoint | undefined): string | undefined {
+  if (!endpoint) return undefined;
+  const { host, port } = endpoint.address;
+  const shown = host === '::' || host === '0.0.0.0' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  return `http://${shown}:${port}`;
+}
