@@ -117,7 +117,8 @@ export async function startWorld(prefix: string, options: WorldOptions = {}): Pr
       while (Date.now() < deadline) {
         last = await world.run(name);
         if (last && predicate(last)) return last;
-        await sleep(250);
+        // Twice a second: a handful of tests waiting side by side are not what loads the API server.
+        await sleep(500);
       }
       assert.fail(`timed out waiting for ${name} to be ${what}; last status: ${JSON.stringify(last?.status)}`);
     },
