@@ -4,7 +4,6 @@ import type { SpecVerdict } from '../../api/runpodrun.ts';
 import type { PodState } from '../../pod/state.ts';
 import type { Reason, RunpodRunStatus } from '../../api/status.ts';
 import type { Timings } from './timings.ts';
-import type { RetrievalOutcome } from './outcome.ts';
 
 /** One Runpod pod of this run, as the account's shared pod list last showed it. */
 export interface PodView {
@@ -92,6 +91,12 @@ export interface SpendFacts { limitUsdPerHour?: number; runningUsdPerHour?: numb
 
 /** `path`: which path carried the bytes into object storage (absent for the controller's disk). */
 export interface StoredResults { files: number; bytes: number; location: string; verifiedAt: Date; path?: 'direct' | 'controller' }
+
+/** What a retrieval try found: the results verified (as stored), or why not. */
+export type RetrievalOutcome =
+  | ({ kind: 'verified' } & StoredResults)
+  | { kind: 'unverified'; message: string }
+  | { kind: 'tooLarge'; message: string };
 
 /**
  * sentAt: when this process sent the pod's delete; notFoundLooks: GETs in a row that answered 404

@@ -1,6 +1,6 @@
 // What a step of act() answered, for learn(): the one vocabulary act and decide share. act returns an
 // Outcome and imports nothing of decide's logic; the reconciler hands it to learn() once.
-import type { PodView, SpendClaim, SpendFacts } from './model.ts';
+import type { PodView, RetrievalOutcome, SpendClaim, SpendFacts } from './model.ts';
 
 export type Outcome =
   | { step: 'createPod'; attemptName: string; result: CreateOutcome }
@@ -25,8 +25,5 @@ export interface HeldBack { kind: 'held-back'; why: Exclude<SpendClaim, 'granted
 /** A probe that is not answered yet has no outcome: nothing to record. */
 export type ProbeOutcome = { kind: 'ready' } | { kind: 'untrusted'; message: string };
 
-export type RetrievalOutcome =
-  /** `path`: which path carried the bytes into object storage (absent for the controller's disk). */
-  | { kind: 'verified'; files: number; bytes: number; location: string; verifiedAt: Date; path?: 'direct' | 'controller' }
-  | { kind: 'unverified'; message: string }
-  | { kind: 'tooLarge'; message: string };
+/** Observed too, as a transfer that settled in the pool (model.ts, obs.retrieval). */
+export type { RetrievalOutcome } from './model.ts';
