@@ -1,10 +1,10 @@
 // decide() state by state: pure, so every rule of a run's life is checked without any I/O.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { Observation } from '../../src/run/decide/model.ts';
-import type { RunpodRunStatus } from '../../src/api/status.ts';
-import { applyCreateOutcome, applyProbeOutcome, applyRetrievalOutcome, decide, nextCandidate, podName } from '../../src/run/decide/decide.ts';
-import { at, createdStatus, unixAt, observe, pod, readyStatus, spec, ssh, state, t0 } from './fixture.ts';
+import type { Observation } from '../../../src/run/decide/model.ts';
+import type { RunpodRunStatus } from '../../../src/api/status.ts';
+import { applyCreateOutcome, applyProbeOutcome, applyRetrievalOutcome, decide, nextCandidate, podName } from '../../../src/run/decide/decide.ts';
+import { at, createdStatus, unixAt, observe, pod, readyStatus, spec, ssh, state, t0 } from '../fixture.ts';
 
 describe('decide: before any Runpod call', () => {
   test('adds the finalizer first', () => {
