@@ -5,10 +5,13 @@
 import { Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from '../log.ts';
 import { realClock, sleep, type Clock, type TimerHandle } from './clock.ts';
-import { describeError, isAbort, isGone } from './errors.ts';
+import { describeError, isGone } from './errors.ts';
 import { keyOf } from './keys.ts';
 import { listPage } from './list.ts';
 import { RetryBackoff } from './rate-limit.ts';
+import { watchOnce, type WatchFn, type WatchOutcome } from './watch.ts';
+
+export type { WatchFn } from './watch.ts';
 
 export interface ReflectorHandlers<T> {
   onAdd?(obj: T): void;
@@ -17,14 +20,6 @@ export interface ReflectorHandlers<T> {
   /** Gets the last state seen (the watch event's object, or the stored one after a relist). */
   onDelete?(obj: T): void;
 }
-
-/** Watch.watch's shape: a seam for tests that need to interfere with the stream. */
-export type WatchFn = (
-  path: string,
-  query: Record<string, string | number | boolean | undefined>,
-  onEvent: (type: string, obj: unknown) => void,
-  done: (err: unknown) => void,
-) => Promise<AbortController>;
 
 export interface ReflectorOptions<T extends KubernetesObject> {
   kubeConfig: KubeConfig;
@@ -48,15 +43,6 @@ export interface ReflectorOptions<T extends KubernetesObject> {
   watch?: WatchFn;
   clock?: Clock;
   random?: () => number;
-}
-
-type WatchOutcome = 'closed' | 'gone' | 'stopped';
-
-interface StatusObject {
-  kind?: string;
-  code?: number;
-  reason?: string;
-  message?: string;
 }
 
 /** Handlers that only pass the object's key on: what a level-based controller needs. */
@@ -226,67 +212,23 @@ export class Reflector<T extends KubernetesObject> {
   }
 
   #watchOnce(resourceVersion: string): Promise<WatchOutcome> {
-    const stopped = this.#stop.signal;
-    if (stopped.aborted) return Promise.resolve('stopped'); // an abort event would never come
-    return new Promise<WatchOutcome>((resolve, reject) => {
-      let finished = false;
-      let gone = false;
-      let streamError: Error | undefined;
-      let controller: AbortController | undefined;
-      const finish = (outcome: WatchOutcome | Error): void => {
-        if (finished) return;
-        finished = true;
-        stopped.removeEventListener('abort', onStop);
-        controller?.abort(); // closes the stream (no-op if it already ended)
-        this.#currentWatch = undefined;
-        if (outcome instanceof Error) reject(outcome);
-        else resolve(outcome);
-      };
-      // Resolve at once on stop, even if the watch request itself is still connecting.
-      const onStop = (): void => finish('stopped');
-      stopped.addEventListener('abort', onStop, { once: true });
-
-      const onEvent = (type: string, raw: unknown): void => {
-        if (finished) return;
-        if (type === 'ERROR') {
-          const status = (raw ?? {}) as StatusObject;
-          if (status.code === 410) gone = true;
-          else streamError = new Error(`watch error event: ${status.code ?? '?'} ${status.reason ?? ''} ${status.message ?? ''}`.trim());
-          controller?.abort();
-          return;
-        }
+    const query = {
+      resourceVersion,
+      allowWatchBookmarks: true,
+      timeoutSeconds: this.#opts.watchTimeoutSeconds?.() ?? Math.floor(300 + 300 * this.#random()),
+      labelSelector: this.#opts.labelSelector,
+      fieldSelector: this.#opts.fieldSelector,
+    };
+    return watchOnce(this.#watch, this.#opts.path, query, {
+      signal: this.#stop.signal,
+      log: this.#log,
+      onEvent: (type, raw) => {
         this.#backoff.reset(); // the stream works: the next failure starts from the initial delay
         this.#apply(type, raw as T);
-      };
-
-      const done = (err: unknown): void => {
-        if (gone) return finish('gone');
-        if (streamError) return finish(streamError);
-        if (err === null || err === undefined) return finish('closed');
-        if (stopped.aborted && isAbort(err)) return finish('stopped');
-        if (isGone(err)) return finish('gone');
-        if ((err as { name?: unknown }).name === 'TimeoutError') {
-          this.#log.debug('watch idle past the inactivity timeout; reconnecting');
-          return finish('closed');
-        }
-        finish(err instanceof Error ? err : new Error(describeError(err)));
-      };
-
-      const query = {
-        resourceVersion,
-        allowWatchBookmarks: true,
-        timeoutSeconds: this.#opts.watchTimeoutSeconds?.() ?? Math.floor(300 + 300 * this.#random()),
-        labelSelector: this.#opts.labelSelector,
-        fieldSelector: this.#opts.fieldSelector,
-      };
-      this.#watch(this.#opts.path, query, onEvent, done).then(
-        (ctrl) => {
-          controller = ctrl;
-          if (finished || gone || streamError) ctrl.abort();
-          else this.#currentWatch = ctrl;
-        },
-        (err: unknown) => done(err),
-      );
+      },
+      setCurrent: (controller) => {
+        this.#currentWatch = controller;
+      },
     });
   }
 
