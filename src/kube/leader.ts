@@ -5,12 +5,13 @@
 // another holder in the Lease stops leading at once (it does not wait out its renew deadline). A graceful stop
 // releases the lease (client-go's ReleaseOnCancel) so the next candidate takes over at once: a
 // candidate watches the Lease and tries as soon as it shows no holder.
-import { CoordinationV1Api, V1MicroTime, type KubeConfig, type KubernetesObject, type V1Lease } from '@kubernetes/client-node';
+import { CoordinationV1Api, type KubeConfig, type KubernetesObject, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from '../log.ts';
 import { jittered } from './backoff.ts';
 import { realClock, sleep, type Clock } from './clock.ts';
 import { describeError, isNotFound } from './errors.ts';
 import { decide, jitterFactor, released, sameRecord, validateTimings, type LeaderRecord } from './leader-record.ts';
+import { microNow, recordOf, specOf } from './lease-spec.ts';
 import { Reflector } from './reflector.ts';
 import { requestOptions } from './request-options.ts';
 
@@ -46,46 +47,6 @@ export interface LeaderElectorOptions {
 }
 
 type Outcome = 'lost' | 'stopped';
-
-/** Times in a Lease must be MicroTime (6 fractional digits); a plain Date is rejected by the API server. */
-function microNow(): string {
-  return new V1MicroTime().toISOString();
-}
-
-/** On read, client-node leaves MicroTime fields as strings although its types say V1MicroTime. */
-function timeString(value: unknown): string | undefined {
-  if (value instanceof Date) return value.toISOString();
-  return typeof value === 'string' ? value : undefined;
-}
-
-function recordOf(lease: V1Lease): LeaderRecord {
-  const spec = lease.spec ?? {};
-  return {
-    holderIdentity: spec.holderIdentity ?? '',
-    leaseDurationSeconds: spec.leaseDurationSeconds ?? 0,
-    acquireTime: timeString(spec.acquireTime),
-    renewTime: timeString(spec.renewTime),
-    leaseTransitions: spec.leaseTransitions ?? 0,
-  };
-}
-
-function specOf(record: LeaderRecord): NonNullable<V1Lease['spec']> {
-  const micro = (s: string | undefined): V1MicroTime | undefined => (s === undefined ? undefined : toMicroTime(s));
-  return {
-    holderIdentity: record.holderIdentity,
-    leaseDurationSeconds: record.leaseDurationSeconds,
-    acquireTime: micro(record.acquireTime),
-    renewTime: micro(record.renewTime),
-    leaseTransitions: record.leaseTransitions,
-  };
-}
-
-/** A V1MicroTime that serialises back to exactly `s` (keeps microseconds the server gave us). */
-function toMicroTime(s: string): V1MicroTime {
-  const t = new V1MicroTime(s);
-  t.toISOString = () => s;
-  return t;
-}
 
 export class LeaderElector {
   readonly #opts: LeaderElectorOptions;
