@@ -72,6 +72,22 @@ describe('refusals', { concurrency: true }, () => {
       await world.deleteRun('leader401');
     }));
 
+  test('a key Runpod refuses after it had accepted lists: the running run says so and keeps its pod; accepted again, it goes on', () =>
+    withWorld('midrun401', async (world) => {
+      await world.apply(runManifest('midrun401'));
+      await world.waitForRun('midrun401', 'Running', (r) => r.status?.phase === 'Running' && r.status.reason === 'JobRunning', 90_000);
+      // Four lists in a row (about 8 s at this world's 2 s poll): not confirmed, which takes a minute.
+      await injectFault(world.sim.adminUrl, { fault: 'refuse', status: 401, method: 'GET', path: '/v2/pods', count: 4 });
+      const refused = await world.waitForRun('midrun401', 'CredentialsRejected', (r) => r.status?.reason === 'CredentialsRejected', 60_000);
+      assert.equal(refused.status?.phase, 'Running');
+      assert.match(refused.status?.message ?? '', /refused pod list.*keeps its pod and its limits/);
+      const back = await world.waitForRun('midrun401', 'JobRunning again', (r) => r.status?.reason === 'JobRunning', 60_000);
+      assert.equal(back.status?.phase, 'Running');
+      const [pod] = await simPods(world.sim.adminUrl);
+      assert.equal(pod?.deletedAt, null, 'the healthy pod is not deleted');
+      await world.deleteRun('midrun401');
+    }));
+
   test('a key without pods:write: Failed/CredentialsInsufficient naming the refused call, one create, no pod', () =>
     withWorld('noscope', async (world) => {
       await world.apply(runManifest('noscope'));

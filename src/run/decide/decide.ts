@@ -71,8 +71,10 @@ function decideStep(ctx: Context): Step {
     return { action: { type: 'none' }, requeue: 'backoff' };
   }
   if (!obs.sshKeysReady) return step({ type: 'ensureSshKeys' });
-  if (!obs.pods) {
-    const refusal = listRefusal(obs.credentials);
+  const refusal = listRefusal(obs.credentials);
+  // The account's last list was refused. A fresh observer has no list at all; one that had accepted lists
+  // keeps the last, which no longer ages: a run with a pod is judged the same way in both cases.
+  if (!obs.pods || (refusal && everCreated(status))) {
     if (!refusal) return wait(1000);
     // Only a run that never created a pod ends on the first refusal: one with a pod keeps it (and its
     // guards) until the refusal is confirmed, as a fresh observer's first 401 may be a blip.

@@ -106,6 +106,27 @@ describe('Runpod refuses the key on the pod list', () => {
     assert.equal(d.status.pod?.state, 'Deleting');
   });
 
+  test('an observer that had accepted lists and now meets refusals: a run with a pod waits as with a fresh one (said, guards kept; confirmed, it fails); one that never created a pod goes on', () => {
+    // The last accepted list is kept, but it no longer ages: following it would say nothing of the key
+    // and never end a run whose key Runpod revoked.
+    const before = { pods: { listedAt: at(280), items: [pod({ ssh })] } };
+    const d = decide(observe(300, runningStatus(), { credentials: unconfirmed, ...before }));
+    assert.equal(d.status.phase, 'Running');
+    assert.equal(d.status.reason, 'CredentialsRejected');
+    assert.match(d.status.message!, /\(1 refused pod list since .*keeps its pod and its limits until Runpod accepts the key again or the refusal is confirmed/);
+    assert.notEqual(d.status.pod?.state, 'Deleting');
+    const failed = decide(observe(300, runningStatus(), { credentials: confirmed, ...before }));
+    assert.equal(failed.status.phase, 'Failed');
+    assert.equal(failed.status.reason, 'CredentialsRejected');
+    assert.equal(failed.status.pod?.state, 'Deleting');
+    // A create would be refused by the same key, and says so itself; a blip must not end a run that has not started.
+    const pending = decide(observeAt0({ credentials: unconfirmed, ...before }));
+    assert.notEqual(pending.status.phase, 'Failed');
+    // A 5xx after the refusal says nothing of the key (rejected is cleared, the row of refusals stands): the run goes on.
+    const afterA5xx = decide(observe(300, runningStatus(), { credentials: { found: true, refused: unconfirmed.refused }, ...before }));
+    assert.equal(afterA5xx.status.reason, 'JobRunning');
+  });
+
   test('Runpod accepting the key again: the run goes on where it was', () => {
     const waiting = decide(observe(300, runningStatus(), { credentials: unconfirmed, pods: undefined })).status;
     const running = state({}, { status: 'running', startedAt: unixAt(10) });
