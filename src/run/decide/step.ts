@@ -1,9 +1,8 @@
 // What every part of decide shares: the context a decision is made in, the step it returns, and the
 // status edits every rule may end with (a phase, a failure that deletes the pod).
 import { setPhase } from './conditions.ts';
-import type { Action, Decision, Observation, RunEvent } from './model.ts';
+import type { Action, Decision, Observation, RetrievalOutcome, RunEvent } from './model.ts';
 import type { Phase, Reason, RunpodRunStatus } from '../../api/status.ts';
-import type { RetrievalOutcome } from './outcome.ts';
 
 export interface Context {
   /** What the pass knows: once it applied a settled retrieval that failed, that try counts (decide.ts). */
