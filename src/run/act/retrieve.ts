@@ -4,11 +4,12 @@
 // it transfers inline over the reconcile's connection, and learn() applies what it returns.
 import { posix } from 'node:path';
 import { runDirOf, stateDirOf } from '../../pod/index.ts';
-import { connectPinned, printable, type ManifestFile, type SshConnection } from '../../ssh/index.ts';
+import { printable, type ManifestFile, type SshConnection } from '../../ssh/index.ts';
 import { redact } from '../../log.ts';
 import type { Outcome, RetrievalOutcome } from '../decide/outcome.ts';
 import type { ActContext } from './context.ts';
 import type { Settled } from './transfers.ts';
+import { connectToPod } from '../ports/job-host.ts';
 import { retrieveResults } from '../ports/job-steps.ts';
 import { retrieveResultsToS3 } from './retrieve-s3.ts';
 import { uploadFromPod } from '../../results/s3-direct.ts';
@@ -110,10 +111,7 @@ async function transferOverOwnConnection(ctx: ActContext, signal: AbortSignal, p
   const pod = ctx.run.status?.pod;
   const keys = ctx.sshKeys;
   if (!keys || !pod?.sshHost || !pod.sshPort) throw new Error('the pod has no SSH address or the run no SSH keys');
-  const ssh = await connectPinned({
-    host: pod.sshHost, port: pod.sshPort, username: 'root',
-    privateKey: keys.clientPrivateKey, hostPublicKey: keys.hostPublicKey, readyTimeoutMs: 15_000, signal,
-  });
+  const ssh = await connectToPod({ host: pod.sshHost, port: pod.sshPort, keys }, signal);
   ctx.metrics?.sshConnection('ok');
   // Destroying the connection ends whatever runs over it (an exec, a transfer) at once, however slow the link.
   const close = (): void => ssh.destroy();

@@ -1,8 +1,9 @@
 // The reconcile's one SSH connection: to a ready, live pod only, pinned to the run's host key.
 import type { RunpodRun } from '../../api/runpodrun.ts';
 import type { RunpodRunStatus } from '../../api/status.ts';
-import { connectPinned, HostKeyMismatchError, type SshConnection } from '../../ssh/index.ts';
+import { HostKeyMismatchError, type SshConnection } from '../../ssh/index.ts';
 import type { ReconcilerMetrics } from '../act/context.ts';
+import { connectToPod } from '../ports/job-host.ts';
 import type { SshSecret } from '../ports/run-api.ts';
 
 export interface ConnectOptions {
@@ -27,10 +28,7 @@ export async function connectIfReady(run: RunpodRun, status: RunpodRunStatus, ke
   // EXITED / ERROR: no container runs to answer (decide deletes such a pod).
   if (['Deleting', 'Deleted', 'EXITED', 'ERROR'].includes(pod?.state ?? '') || run.metadata.deletionTimestamp) return undefined;
   try {
-    const connection = await connectPinned({
-      host, port, username: 'root',
-      privateKey: keys.clientPrivateKey, hostPublicKey: keys.hostPublicKey, readyTimeoutMs: 15_000, ...(signal ? { signal } : {}),
-    });
+    const connection = await connectToPod({ host, port, keys }, signal);
     metrics?.sshConnection('ok');
     return connection;
   } catch (error) {

@@ -25,6 +25,14 @@ export interface JobHost {
   renewRetrieveGrace(seconds: number): Promise<void>;
 }
 
+/** One pinned connection to the pod as root with the run's client key (every SSH of a run goes this way). */
+export function connectToPod({ host, port, keys }: ProbeTarget, signal?: AbortSignal): Promise<SshConnection> {
+  return connectPinned({
+    host, port, username: 'root', privateKey: keys.clientPrivateKey, hostPublicKey: keys.hostPublicKey, readyTimeoutMs: 15_000,
+    ...(signal ? { signal } : {}),
+  });
+}
+
 /** The message of every step tried without a connection. */
 export const noConnectionMessage = 'no SSH connection to the pod this time';
 
@@ -39,12 +47,8 @@ export function sshJobHost(ssh: SshConnection | undefined, dirs: PodDirs, wallNo
   };
   return {
     connected: ssh !== undefined,
-    async probe({ host, port, keys }, signal) {
-      const probe = await connectPinned({
-        host, port, username: 'root', privateKey: keys.clientPrivateKey, hostPublicKey: keys.hostPublicKey, readyTimeoutMs: 15_000,
-        ...(signal ? { signal } : {}),
-      });
-      probe.close();
+    async probe(target, signal) {
+      (await connectToPod(target, signal)).close();
     },
     readState: (signal) => readPodState(connection(), dirs.stateDir, signal, wallNow),
     setKeep: (keep) => setKeep(connection(), dirs.stateDir, keep),
