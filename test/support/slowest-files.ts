@@ -1,22 +1,52 @@
 // A node:test reporter that prints, once the run ends, the ten test files that took longest (the sum
-// of their top-level tests' durations: tests within a file run one after another). `make test` adds it
-// beside the spec reporter, so every run says where the suite's time goes.
+// of their top-level tests' durations: tests within a file run one after another), then every failed
+// test by file and name with the first line of its error. `make test` adds it beside the spec reporter,
+// so every run says where the suite's time goes, and the last lines of a failed run (all a CI log may
+// keep) name what failed.
 import { relative } from 'node:path';
 
-interface TestEvent { type: string; data?: { file?: string; nesting?: number; details?: { duration_ms?: number } } }
+interface TestEvent {
+  type: string;
+  data?: {
+    file?: string;
+    name?: string;
+    nesting?: number;
+    details?: { duration_ms?: number; error?: { message?: string; cause?: unknown } };
+  };
+}
 
 const shown = 10;
 
 export default async function* slowestFiles(source: AsyncIterable<TestEvent>): AsyncGenerator<string> {
   const byFile = new Map<string, number>();
+  const failed: string[] = [];
   for await (const event of source) {
     if (event.type !== 'test:pass' && event.type !== 'test:fail') continue;
-    const { file, nesting, details } = event.data ?? {};
+    const { file, name, nesting, details } = event.data ?? {};
+    if (event.type === 'test:fail' && !isSubtestsFailed(details?.error)) {
+      failed.push(`  ${file ? relative(process.cwd(), file) : '?'}: ${name ?? '?'}\n      ${firstLine(details?.error)}\n`);
+    }
     if (!file || nesting !== 0 || details?.duration_ms === undefined) continue;
     byFile.set(file, (byFile.get(file) ?? 0) + details.duration_ms);
   }
   const slowest = [...byFile].sort((a, b) => b[1] - a[1]).slice(0, shown);
-  if (slowest.length === 0) return;
-  yield `\nslowest ${slowest.length} test files (seconds in their tests):\n`;
-  for (const [file, ms] of slowest) yield `  ${(ms / 1000).toFixed(1).padStart(7)}  ${relative(process.cwd(), file)}\n`;
+  if (slowest.length > 0) {
+    yield `\nslowest ${slowest.length} test files (seconds in their tests):\n`;
+    for (const [file, ms] of slowest) yield `  ${(ms / 1000).toFixed(1).padStart(7)}  ${relative(process.cwd(), file)}\n`;
+  }
+  if (failed.length > 0) {
+    yield `\n${failed.length} failed test${failed.length === 1 ? '' : 's'}:\n`;
+    yield* failed;
+  }
+}
+
+// A suite whose failure is only that a test inside it failed: the inner test is listed already.
+function isSubtestsFailed(error: { cause?: unknown } | undefined): boolean {
+  return typeof error?.cause === 'string' && /subtests? failed/.test(error.cause);
+}
+
+function firstLine(error: { message?: string; cause?: unknown } | undefined): string {
+  const cause = error?.cause;
+  const text = cause instanceof Error ? cause.message : typeof cause === 'string' ? cause : (error?.message ?? '');
+  return (text.split('\n').find((line) => line.trim() !== '') ?? '').slice(0, 200);
 }
