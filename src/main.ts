@@ -26,6 +26,7 @@ import { Sweeper } from './run/sweeper.ts';
 import { defaultTimings, type Timings } from './run/decide/timings.ts';
 import { urgencyOf } from './run/urgency.ts';
 import { TransferPool } from './run/act/transfers.ts';
+import { PodConnections } from './run/ports/pod-connections.ts';
 import type { RetrievalOutcome } from './run/decide/decide.ts';
 
 export interface RunningController {
@@ -91,6 +92,7 @@ export async function startController(config: Config, options: StartOptions = {}
   let controller: Controller | undefined;
   let reflector: Reflector<RunpodRun & KubernetesObject> | undefined;
   let transfers: TransferPool<RetrievalOutcome> | undefined;
+  let connections: PodConnections | undefined;
   // Set once leader election starts (after the endpoints); the probes and metrics read it before that.
   const election: { elector?: LeaderElector } = {};
   const runUids = new Map<string, string>();
@@ -178,10 +180,12 @@ export async function startController(config: Config, options: StartOptions = {}
     // One per term: a retrieval never outlives the leadership it started under.
     transfers = new TransferPool<RetrievalOutcome>({ maxConcurrent: config.maxConcurrentTransfers, onSettled: (key) => controller?.enqueue(key) });
     const pool = transfers;
+    connections = new PodConnections({ idleMs: Math.max(120_000, 4 * config.pollInterval) });
+    const kept = connections;
     controller = new Controller({
       name: 'runpodrun', log: logger, maxConcurrentReconciles: config.maxConcurrentReconciles,
       observer: metrics.controllerObserver('runpodrun'), queueObserver: metrics.queueObserver('runpodrun'),
-      reconcile: (key, ctx) => reconciler.reconcile(key, { signal: ctx.signal, progress: ctx.progress, log: ctx.log, transfers: pool }),
+      reconcile: (key, ctx) => reconciler.reconcile(key, { signal: ctx.signal, progress: ctx.progress, log: ctx.log, transfers: pool, connections: kept }),
       priorityOf: (key) => urgencyOf(reflector?.get(key), new Date()),
     });
     const enqueue = (run: RunpodRun & KubernetesObject) => controller?.enqueue(keyOf(run));
@@ -213,6 +217,7 @@ export async function startController(config: Config, options: StartOptions = {}
   const stopWork = async (): Promise<void> => {
     await sweeper.stop();
     await Promise.all([reflector?.stop(), controller?.stop({ abort: true }), transfers?.abortAll('the controller is stopping')]);
+    connections?.closeAll();
     await accounts.close();
     await events.flush();
   };

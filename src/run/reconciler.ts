@@ -20,8 +20,9 @@ import type { Accounts } from './memory/accounts.ts';
 import { act, podView, protectSshKeys, type ActContext, type ReconcilerMetrics } from './act/act.ts';
 import { decide, learn, transitionEvent } from './decide/decide.ts';
 import { stillCurrent } from './observe/fresh-view.ts';
-import { connectIfReady } from './observe/pod-connection.ts';
+import { connectIfReady, type PodConnection } from './observe/pod-connection.ts';
 import { storedResultsOf } from './observe/stored-results.ts';
+import { listForbidden } from './observe/runpod-key.ts';
 import type { DecideSettings, Observation, RunEvent } from './decide/model.ts';
 import type { Outcome } from './decide/outcome.ts';
 import { runpodPodBackend } from './ports/pod-backend.ts';
@@ -29,6 +30,7 @@ import { buildCreatePodRequest } from './act/pod-request.ts';
 import { rememberRetrieval, settledRetrieval } from './act/retrieve.ts';
 import type { RetrievalPool } from './act/context.ts';
 import { RunApi } from './ports/run-api.ts';
+import type { PodConnections } from './ports/pod-connections.ts';
 import { RunEvidence } from './memory/evidence.ts';
 import { spendPriceKey } from './memory/spend-room.ts';
 
@@ -63,6 +65,8 @@ export interface ReconcileCall {
   log?: Logger;
   /** Where retrievals run off the workers (the controller's pool); without it they run inside the reconcile. */
   transfers?: RetrievalPool;
+  /** Where a ready pod's SSH connection is kept between reconciles (the controller's); without it each reconcile connects. */
+  connections?: PodConnections;
 }
 
 export class RunReconciler {
@@ -88,15 +92,20 @@ export class RunReconciler {
   async #reconcile(run: RunpodRun, call: ReconcileCall): Promise<ReconcileResult> {
     const { signal } = call;
     signal?.throwIfAborted();
-    const { obs, context } = await this.#observe(run, call);
+    const { obs, context, pod } = await this.#observe(run, call);
     // Closing the connection ends whatever runs over it (an exec, a transfer) at once.
     const closeOnAbort = (): void => context.ssh?.close();
     signal?.addEventListener('abort', closeOnAbort, { once: true });
+    let done = false;
     try {
-      return await this.#decideAndAct(run, obs, context, call);
+      const result = await this.#decideAndAct(run, obs, context, call);
+      done = true;
+      return result;
     } finally {
       signal?.removeEventListener('abort', closeOnAbort);
-      context.ssh?.close();
+      // Kept for the next reconcile only when everything over it went well; else the next one connects afresh.
+      if (pod && done && context.jobHost.sound && call.connections) call.connections.giveBack(run.metadata.uid, pod.target, pod.connection);
+      else pod?.connection.close();
     }
   }
 
@@ -151,7 +160,7 @@ export class RunReconciler {
     return this.#requeue(decision.requeue);
   }
 
-  async #observe(run: RunpodRun, call: ReconcileCall): Promise<{ obs: Observation; context: Omit<ActContext, 'run'> }> {
+  async #observe(run: RunpodRun, call: ReconcileCall): Promise<{ obs: Observation; context: Omit<ActContext, 'run'>; pod: PodConnection | undefined }> {
     const { uid, namespace } = run.metadata;
     const parsed = parseSpec(run.spec);
     const s3 = parsed.ok ? s3SettingsFor(parsed.spec.results.s3, this.#options.s3Defaults, { namespace, name: run.metadata.name, uid }, this.#options.s3AllowedBuckets) : undefined;
@@ -192,9 +201,10 @@ export class RunReconciler {
     const endpoint = listed?.find((pod) => pod.id === status.pod?.id)?.ssh;
     const firstListDue = account !== undefined && !snapshot && !account.observer.refused;
     const ready = conditionIs(status, 'PodReady') && !isTerminal(status.phase);
-    const ssh = firstListDue ? undefined : await connectIfReady(run, status, sshKeys, endpoint, {
-      ready, signal: call.signal, metrics: this.#options.metrics, onUnreachable: (error) => this.#unreadable(run, error),
+    const pod = firstListDue ? undefined : await connectIfReady(run, status, sshKeys, endpoint, {
+      ready, signal: call.signal, metrics: this.#options.metrics, connections: call.connections, onUnreachable: (error) => this.#unreadable(run, error),
     });
+    const ssh = pod?.connection;
     const jobHost = sshJobHost(ssh, { runDir: runDirOf(uid), stateDir: stateDirOf(uid) }, () => this.#now().getTime());
     const podState = ssh ? await jobHost.readState(call.signal).catch((error: unknown) => this.#unreadable(run, error)) : undefined;
     const now = this.#now();
@@ -251,7 +261,7 @@ export class RunReconciler {
         });
       },
     };
-    return { obs, context };
+    return { obs, context, pod };
   }
 
   /** The one source of wall-clock time for observations and for what act records. */
@@ -283,11 +293,4 @@ export class RunReconciler {
     const podIds = [run.status?.pod?.id, ...(run.status?.strayPods ?? [])].filter((podId): podId is string => Boolean(podId));
     this.#evidence.forgetRun(run.metadata.uid, podIds);
   }
-}
-
-/** What a run says when its key may not list pods: which call Runpod refused, and where the key is. */
-function listForbidden(detail: string | undefined, namespace: string, spec: { credentials: { secretName: string; key: string } } | undefined): string | undefined {
-  if (detail === undefined) return undefined;
-  const where = spec ? ` (Secret ${namespace}/${spec.credentials.secretName}, key ${spec.credentials.key})` : '';
-  return `the Runpod API key${where} may not list pods, which the controller needs: ${detail}`;
 }

@@ -34,3 +34,10 @@ export function readRunpodKey(bytes: Uint8Array): RunpodKeyVerdict {
 export function printableRuns(bytes: Uint8Array): string[] {
   return Buffer.from(bytes).toString('latin1').split(/[^\x21-\x7e]+/).filter((run) => run.length >= 8);
 }
+
+/** What a run says when its key may not list pods: which call Runpod refused, and where the key is. */
+export function listForbidden(detail: string | undefined, namespace: string, spec: { credentials: { secretName: string; key: string } } | undefined): string | undefined {
+  if (detail === undefined) return undefined;
+  const where = spec ? ` (Secret ${namespace}/${spec.credentials.secretName}, key ${spec.credentials.key})` : '';
+  return `the Runpod API key${where} may not list pods, which the controller needs: ${detail}`;
+}

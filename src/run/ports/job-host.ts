@@ -14,6 +14,8 @@ export interface ProbeTarget { host: string; port: number; keys: SshSecret }
 export interface JobHost {
   /** Whether this reconcile holds a connection to the pod (the steps below need one). */
   readonly connected: boolean;
+  /** No step over the connection failed: it may be kept for the next reconcile (a failed one is made afresh). */
+  readonly sound: boolean;
   /** One pinned handshake, closed at once; throws as connectPinned does (HostKeyMismatchError, not ready yet, ...). */
   probe(target: ProbeTarget, signal?: AbortSignal): Promise<void>;
   /** Its times on the controller's clock (the measured offset applied). */
@@ -41,19 +43,28 @@ export const noConnectionMessage = 'no SSH connection to the pod this time';
  * `wallNow` (ms) is the clock the pod's times are moved onto.
  */
 export function sshJobHost(ssh: SshConnection | undefined, dirs: PodDirs, wallNow: () => number = Date.now): JobHost {
-  const connection = (): SshConnection => {
+  let sound = true;
+  const over = async <T>(step: (connection: SshConnection) => Promise<T>): Promise<T> => {
     if (!ssh) throw new Error(noConnectionMessage);
-    return ssh;
+    try {
+      return await step(ssh);
+    } catch (error) {
+      sound = false;
+      throw error;
+    }
   };
   return {
     connected: ssh !== undefined,
+    get sound() {
+      return sound;
+    },
     async probe(target, signal) {
       (await connectToPod(target, signal)).close();
     },
-    readState: (signal) => readPodState(connection(), dirs.stateDir, signal, wallNow),
-    setKeep: (keep) => setKeep(connection(), dirs.stateDir, keep),
-    startJob: (spec, inputs) => startJob(connection(), dirs, spec, inputs),
-    cancelJob: () => cancelJob(connection(), dirs.stateDir),
-    renewRetrieveGrace: (seconds) => renewRetrieveGrace(connection(), dirs.stateDir, seconds),
+    readState: (signal) => over((c) => readPodState(c, dirs.stateDir, signal, wallNow)),
+    setKeep: (keep) => over((c) => setKeep(c, dirs.stateDir, keep)),
+    startJob: (spec, inputs) => over((c) => startJob(c, dirs, spec, inputs)),
+    cancelJob: () => over((c) => cancelJob(c, dirs.stateDir)),
+    renewRetrieveGrace: (seconds) => over((c) => renewRetrieveGrace(c, dirs.stateDir, seconds)),
   };
 }

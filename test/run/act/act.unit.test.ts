@@ -64,7 +64,7 @@ function harness(options: HarnessOptions = {}): Harness {
     ...(options.pods === 'none' ? {} : options.pods),
   };
   const jobHost: JobHost = {
-    connected: true, probe: unexpected('probe'), readState: unexpected('readState'),
+    connected: true, sound: true, probe: unexpected('probe'), readState: unexpected('readState'),
     setKeep: (keep) => { calls.push(`setKeep ${keep}`); return Promise.resolve(); },
     startJob: (_spec, inputs) => { calls.push(`startJob ${Object.keys(inputs.env).join(',')}`); return Promise.resolve(); },
     cancelJob: () => { calls.push('cancelJob'); return Promise.resolve(); },
