@@ -69,7 +69,49 @@ now() {
   t=$(date +%s 2>/dev/null)
   if is_uint "$t"; then LAST_NOW=$t; else LAST_NOW=$((LAST_NOW + PERIOD)); fi
   NOW=$LAST_NOW
+  uptime_s
+  track_clock "$NOW" "$UP"
   RUNPOD_NOW=$((NOW + CLOCK_SKEW))
+}
+
+# UP: whole seconds since the host booted (/proc/uptime), which no step of the wall clock moves; '' when unreadable.
+uptime_s() {
+  UP=''
+  u=''
+  { read -r u _ </proc/uptime; } 2>/dev/null
+  u=${u%%.*}
+  if is_uint "$u"; then UP=$u; fi
+}
+
+# A reading $1 of the pod's clock at uptime $2. When the clock moved more than the time that passed
+# since the last reading (NTP, a host's clock set hours off), every pod-clock time held in memory moves
+# with it, and the skew the other way (Runpod's time did not step): a step between the watchdog's start
+# and the probe's answer, or within one tick, moves no grace, wait or deadline. Whole seconds on both
+# sides: up to 2 s is rounding, so the skew is taken 2 s low (Runpod's time never later than it is)
+# until the next tick reads it again. Without an uptime, only what the Date header teaches is known.
+CLOCK_AT=''
+UP_AT=''
+CLOCK_STEPPED=0
+CLOCK_UNCONFIRMED=0
+track_clock() {
+  if [ -n "$2" ] && [ -n "$UP_AT" ]; then
+    st=$((($1 - CLOCK_AT) - ($2 - UP_AT)))
+    if [ "$st" -gt 2 ] || [ "$st" -lt -2 ]; then
+      CLOCK_STEPPED=1
+      CLOCK_UNCONFIRMED=1
+      START=$((START + st))
+      PROBE_AT=$((PROBE_AT + st))
+      PRICE_AT=$((PRICE_AT + st))
+      CLOCK_SKEW=$((CLOCK_SKEW - st - 2))
+      [ -z "$CLOCK_READ_AT" ] || CLOCK_READ_AT=$((CLOCK_READ_AT + st))
+      [ -z "$DELETED_AT" ] || DELETED_AT=$((DELETED_AT + st))
+      [ -z "$REFUSED_AT" ] || REFUSED_AT=$((REFUSED_AT + st))
+      [ -z "$ENDED_SEEN" ] || ENDED_SEEN=$((ENDED_SEEN + st))
+      log "clock: the pod's clock stepped by $st s (the host's uptime says so); the times held here move with it"
+    fi
+  fi
+  CLOCK_AT=$1
+  UP_AT=$2
 }
 
 log() {
@@ -159,6 +201,8 @@ api() {
       ;;
   esac
   ck_before=$(date +%s 2>/dev/null)
+  uptime_s
+  ck_up_before=$UP
   case $HTTP in
     curl) resp=$(http_curl "$@") ;;
     python3) resp=$(http_python3 "$@") ;;
@@ -170,6 +214,8 @@ api() {
   esac
   API_RC=$?
   ck_after=$(date +%s 2>/dev/null)
+  uptime_s
+  ck_up_after=$UP
   # The last header block is the answer's (curl also prints a proxy's or a 100-continue's before it).
   case $resp in
     *"$CR$NL$CR$NL"*)
@@ -184,7 +230,7 @@ api() {
   esac
   API_BODY=${resp%"$NL"*}
   [ "$API_CODE" != 000 ] || return 1
-  learn_clock "$ck_before" "$ck_after"
+  learn_clock "$ck_before" "$ck_after" "$ck_up_before" "$ck_up_after"
   return 0
 }
 
@@ -243,6 +289,14 @@ http_date_to_unix() {
 # never judged early, and late by at most the call's time and two seconds.
 learn_clock() {
   is_uint "$1" && is_uint "$2" || return 0
+  # The tick's NOW becomes the reading after the answer, so NOW and the skew are on one clock even when
+  # it stepped since the tick began; a reading across a step proves nothing about the skew.
+  NOW=$2
+  LAST_NOW=$2
+  track_clock "$2" "$4"
+  RUNPOD_NOW=$((NOW + CLOCK_SKEW))
+  [ "$2" -ge "$1" ] || return 0
+  if [ -n "$3" ] && [ -n "$4" ] && [ $((($2 - $1) - ($4 - $3))) -gt 2 ]; then return 0; fi
   ck_date=$(printf '%s\n' "$API_HEADERS" | sed -n 's/^[Dd][Aa][Tt][Ee]:[[:space:]]*//p' | tail -n 1)
   ck_r=$(http_date_to_unix "$ck_date")
   is_uint "$ck_r" || return 0
@@ -252,7 +306,9 @@ learn_clock() {
   CLOCK_SKEW=$ck_s
   CLOCK_READ_AT=$2
   RUNPOD_NOW=$((NOW + CLOCK_SKEW))
-  if [ "$ck_change" -gt 2 ] || [ "$ck_change" -lt -2 ]; then
+  # Said when it changed, and once after a step the uptime showed (the reading that confirms it).
+  if [ "$ck_change" -gt 2 ] || [ "$ck_change" -lt -2 ] || [ "$CLOCK_UNCONFIRMED" = 1 ]; then
+    CLOCK_UNCONFIRMED=0
     if [ "$ck_s" -gt 0 ]; then
       log "clock: the pod's clock is $ck_s s behind Runpod's (its Date header); the deadline and the cost cap count on Runpod's time"
     elif [ "$ck_s" -lt 0 ]; then
@@ -266,14 +322,17 @@ learn_clock() {
 PREV_NOW=''
 # Reads Runpod's time again (a GET of the pod; any answer with a Date is a reading) when the pod's clock
 # stepped since the last tick (NTP, a host's clock set: a tick is PERIOD long plus its calls), or when the
-# last reading is 15 minutes old (a clock drifts). Until an answer comes the skew is the last one learned.
+# last reading is 15 minutes old (a clock drifts). Until an answer comes the skew is the last one learned
+# (moved by a step the uptime showed).
 clock_check() {
   ck_prev=$PREV_NOW
   PREV_NOW=$NOW
-  [ -n "$HTTP" ] && [ -n "$CLOCK_READ_AT" ] && [ "$VERDICT" = ok ] || return 0
+  ck_stepped=$CLOCK_STEPPED
+  CLOCK_STEPPED=0
+  [ -n "$HTTP" ] && [ "$VERDICT" = ok ] && { [ -n "$CLOCK_READ_AT" ] || [ "$ck_stepped" = 1 ]; } || return 0
   if [ -n "$ck_prev" ] && { [ "$NOW" -lt "$ck_prev" ] || [ $((NOW - ck_prev)) -gt $((PERIOD + 40)) ]; }; then
     log "clock: the pod's clock stepped (from $ck_prev to $NOW in one tick); reading Runpod's time again"
-  elif [ "$NOW" -ge "$CLOCK_READ_AT" ] && [ $((NOW - CLOCK_READ_AT)) -lt 900 ]; then
+  elif [ "$ck_stepped" = 0 ] && [ "$NOW" -ge "$CLOCK_READ_AT" ] && [ $((NOW - CLOCK_READ_AT)) -lt 900 ]; then
     return 0
   fi
   api GET "/pods/$POD_ID"
