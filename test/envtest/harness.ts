@@ -32,16 +32,34 @@ export interface StartOptions {
   crdDir?: string;
   /** Keep etcd and kube-apiserver running after this process exits (the CLI's `up`). */
   detached?: boolean;
+  /** Where the servers' ports come from (default: freePort); a test hands out a taken one. */
+  freePort?: () => Promise<number>;
 }
 
 export async function startControlPlane(options: StartOptions): Promise<ControlPlane> {
   const crdDir = options.crdDir ?? defaultCrdDir;
   if (process.env.USE_EXISTING_CLUSTER === 'true') return useExistingCluster(crdDir);
-
   const dir = resolve(options.dir);
+  // A free port is free only when asked: another process (a pod's sshd, a simulator, another suite's
+  // server) may bind it before etcd or kube-apiserver does. Then that server exits, and the wait would
+  // meet whoever holds the port (another apiserver's certificate); fresh ports are tried instead.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(options, dir, crdDir);
+    } catch (error) {
+      if (!(error instanceof PortTakenError) || attempt === 3) throw error;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+}
+
+class PortTakenError extends Error {}
+
+async function startOnce(options: StartOptions, dir: string, crdDir: string): Promise<ControlPlane> {
   mkdirSync(dir, { recursive: true });
   const { apiserver, etcd } = findAssets();
-  const [etcdPort, peerPort, apiPort] = await Promise.all([freePort(), freePort(), freePort()]);
+  const port = options.freePort ?? freePort;
+  const [etcdPort, peerPort, apiPort] = [await port(), await port(), await port()];
   const etcdUrl = `http://127.0.0.1:${etcdPort}`;
   const children: ChildProcess[] = [];
   const stopChildren = async () => {
@@ -56,7 +74,7 @@ export async function startControlPlane(options: StartOptions): Promise<ControlP
       '--initial-cluster', `envtest=http://127.0.0.1:${peerPort}`,
       '--unsafe-no-fsync', '--log-level', 'warn',
     ], join(dir, 'etcd.log'), options.detached));
-    await waitFor(`etcd at ${etcdUrl}`, async () => (await fetch(`${etcdUrl}/health`)).ok);
+    await waitFor(`etcd at ${etcdUrl}`, async () => (await fetch(`${etcdUrl}/health`)).ok, children);
 
     const token = randomBytes(24).toString('hex');
     const certDir = join(dir, 'certs');
@@ -81,11 +99,11 @@ export async function startControlPlane(options: StartOptions): Promise<ControlP
 
     const server = `https://127.0.0.1:${apiPort}`;
     const certFile = join(certDir, 'apiserver.crt');
-    await waitFor('the serving certificate', () => Promise.resolve(existsSync(certFile)));
+    await waitFor('the serving certificate', () => Promise.resolve(existsSync(certFile)), children);
     const kubeConfig = adminKubeConfig(server, readFileSync(certFile).toString('base64'), token);
     const kubeconfigPath = join(dir, 'kubeconfig');
     writeFileSync(kubeconfigPath, kubeConfig.exportConfig(), { mode: 0o600 });
-    await waitFor(`kube-apiserver at ${server}`, () => isReady(kubeConfig));
+    await waitFor(`kube-apiserver at ${server}`, () => isReady(kubeConfig), children);
     await installCrds(kubeConfig, crdDir);
 
     const state: State = { pids: children.map((child) => child.pid ?? 0).filter((pid) => pid > 0) };
@@ -204,6 +222,8 @@ export async function installCrds(kubeConfig: KubeConfig, crdDir: string): Promi
   }
 }
 
+const logOf = new WeakMap<ChildProcess, string>();
+
 function startProcess(binary: string, args: string[], logFile: string, detached = false): ChildProcess {
   const log = openSync(logFile, 'a');
   // Unless detached (`up`), the kernel kills the server when the process that started it dies, however it
@@ -211,6 +231,7 @@ function startProcess(binary: string, args: string[], logFile: string, detached 
   // setpriv execs the server, so the child's pid is the server's own.
   const [command, argv] = detached ? [binary, args] : ['setpriv', ['--pdeathsig', 'KILL', '--', binary, ...args]];
   const child = spawn(command, argv, { stdio: ['ignore', log, log], detached });
+  logOf.set(child, logFile);
   // Never keep the test process alive for its servers: whoever started them stops them (stop(),
   // `down`, or the synchronous kill at exit in test/support/cluster.ts).
   child.unref();
@@ -233,10 +254,18 @@ async function terminatePid(pid: number): Promise<void> {
   if (alive()) process.kill(pid, 'SIGKILL');
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>): Promise<void> {
+/** Until `check` holds; a server of `children` that exited meanwhile ends the wait at once (PortTakenError when its port was taken). */
+async function waitFor(what: string, check: () => Promise<boolean>, children: readonly ChildProcess[] = []): Promise<void> {
   const deadline = Date.now() + startTimeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
+    const exited = children.find((child) => child.exitCode !== null || child.signalCode !== null);
+    if (exited) {
+      const log = logOf.get(exited) ?? '';
+      const tail = existsSync(log) ? readFileSync(log, 'utf8').slice(-2000) : '';
+      const message = `envtest: ${exited.spawnargs.find((arg) => /etcd|kube-apiserver/.test(arg)) ?? 'a server'} exited while waiting for ${what}:\n${tail}`;
+      throw /address already in use/.test(tail) ? new PortTakenError(message) : new Error(message);
+    }
     try {
       if (await check()) return;
     } catch (error) {
