@@ -177,7 +177,7 @@ describe('the scripts', () => {
     // The host's uptime is no wall clock (no step moves it): the watchdog reads it once, in uptime_s, to see its clock step.
     const uptimeReads = onPod.flatMap((text) => text.match(/\/proc\/uptime/g) ?? []);
     assert.equal(uptimeReads.length, 2, 'the comment naming it and the read in uptime_s');
-    assert.match(source('watchdog.sh'), /uptime_s\(\) \{\n  UP=''\n  u=''\n  \{ read -r u _ <\/proc\/uptime; \}/);
+    assert.match(source('watchdog.sh'), /uptime_s\(\) \{\n {2}UP=''\n {2}u=''\n {2}\{ read -r u _ <\/proc\/uptime; \}/);
   });
 
   test('the bootstrap checks exactly IMAGE_REQUIREMENTS', () => {
