@@ -113,12 +113,9 @@ export function createCaller({ retry, clock, limiter, log, http, observer }: Cal
     let after429 = false;
     for (;;) {
       let permit: Permit;
-      const waitFrom = clock.now();
       try {
         permit = await limiter.acquire(spec.priority, { signal: callOptions.signal, maxWaitMs });
-        const waited = clock.now() - waitFrom;
-        // A slot granted at once still takes a tick or two of the event loop: that is no wait.
-        if (waited >= 10) observer?.rateLimitWait(after429 ? 'retry_after' : 'budget', waited / 1000);
+        if (permit.waitedMs > 0) observer?.rateLimitWait(after429 ? 'retry_after' : 'budget', permit.waitedMs / 1000);
         after429 = false;
       } catch (error) {
         if (error instanceof RateLimitWaitTimeout) {

@@ -30,6 +30,8 @@ export interface AcquireOptions {
 
 /** A granted slot. `complete` feeds the answer's headers back and frees the slot; call it exactly once. */
 export interface Permit {
+  /** How long the caller waited for it: 0 when granted at once (a busy process's scheduling is no wait). */
+  readonly waitedMs: number;
   complete(headers?: HeaderRecord): void;
 }
 
@@ -84,6 +86,8 @@ export class RateLimiter {
     const { signal, maxWaitMs } = options;
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
     return new Promise<Permit>((resolve, reject) => {
+      const askedAt = this.clock.now();
+      let queued = false;
       let deadline: TimerHandle | undefined;
       const cleanup = (): void => {
         if (deadline !== undefined) this.clock.clearTimer(deadline);
@@ -96,7 +100,7 @@ export class RateLimiter {
         priority,
         grant: () => {
           cleanup();
-          resolve(this.permit());
+          resolve(this.permit(queued ? Math.max(0, this.clock.now() - askedAt) : 0));
         },
         fail: (err) => {
           cleanup();
@@ -121,6 +125,8 @@ export class RateLimiter {
       }
       this.queues[priority].push(waiter);
       this.pump();
+      // Not granted within this call: from here on the caller waits.
+      queued = true;
     });
   }
 
@@ -172,11 +178,12 @@ export class RateLimiter {
     };
   }
 
-  private permit(): Permit {
+  private permit(waitedMs: number): Permit {
     this.inFlight += 1;
     for (const w of this.windows.values()) w.remaining = Math.max(0, w.remaining - 1);
     let done = false;
     return {
+      waitedMs,
       complete: (headers) => {
         if (done) return;
         done = true;

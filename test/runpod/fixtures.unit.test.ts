@@ -6,6 +6,7 @@ import { inspect } from 'node:util';
 import { createRunpodClient, type RunpodClientOptions } from '../../src/runpod/client.ts';
 import { type RunpodErrorKind, RunpodError, classifyResponse, classifyTransport, isRunpodError } from '../../src/runpod/errors.ts';
 import { RateLimiter } from '../../src/runpod/rate-limiter.ts';
+import { systemClock, type Clock } from '../../src/runpod/clock.ts';
 import { redactText, registerApiKey } from '../../src/runpod/redact.ts';
 import { podSchema } from '../../src/runpod/schemas.ts';
 import { validateBaseUrl } from '../../src/runpod/http.ts';
@@ -278,6 +279,18 @@ void describe('transport against recorded answers', () => {
     assert.equal(waits.length, 1);
     assert.equal(waits[0]?.cause, 'retry_after');
     assert.ok((waits[0]?.seconds ?? 0) > 0.5, `waited ${waits[0]?.seconds} s for a 1 s Retry-After`);
+    await client.close();
+  });
+
+  void it('a request granted at once is no rate-limit wait, however late a busy process resumes after the grant', async () => {
+    // Seen on a loaded machine: the 10 ms a descheduled process took to resume was counted as a budget wait.
+    let t = Date.now();
+    const lateClock: Clock = { ...systemClock, now: () => (t += 25) };
+    const waits: string[] = [];
+    const client = createRunpodClient({ ...options(), clock: lateClock, observer: { request: () => undefined, rateLimitWait: (cause) => void waits.push(cause) } });
+    server.script.push({ status: 201, body: LIVE_POD_BOOTING });
+    await client.createPod({ name: 'r-1', image: 'busybox', gpu: { id: 'NVIDIA A40' } });
+    assert.deepEqual(waits, []);
     await client.close();
   });
 
