@@ -1,6 +1,7 @@
 // The controller's settings: each a flag, or an environment variable of the same name
 // (--poll-interval = RUNPOD_OPERATOR_POLL_INTERVAL); flags win. Validated with zod so that a bad
 // value stops the process at once with the setting named.
+import { accessSync, constants } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { s3BucketName, s3Endpoint, s3KeyPrefix, s3Region } from './api/spec.ts';
@@ -85,7 +86,14 @@ const allowedBuckets = z.string().transform((value, ctx): AllowedBucketSetting[]
 });
 
 export const configSchema = z.object({
-  kubeconfig: z.string().min(1).optional(),
+  kubeconfig: z.string().min(1).superRefine((path, ctx) => {
+    try {
+      accessSync(path, constants.R_OK);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      ctx.addIssue({ code: 'custom', message: `cannot read ${path}: ${code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : (code ?? 'unreadable')}` });
+    }
+  }).optional(),
   namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a namespace name').optional(),
   clusterId: z.string().min(1).max(128).regex(/^[A-Za-z0-9._-]+$/, 'must be letters, digits, ".", "_" or "-"').optional(),
   runpodApiUrl: z.url().default('https://api.runpod.io/v2')
@@ -160,7 +168,10 @@ const flags = {
   'sweep-interval': 'sweepInterval', 'stray-grace': 'strayGrace',
 } as const satisfies Record<string, keyof Config>;
 
-const envName = (flag: string): string => `RUNPOD_OPERATOR_${flag.toUpperCase().replaceAll('-', '_')}`;
+export type Flag = keyof typeof flags;
+export const flagNames = Object.keys(flags) as Flag[];
+
+export const envName = (flag: string): string => `RUNPOD_OPERATOR_${flag.toUpperCase().replaceAll('-', '_')}`;
 
 /** A bare `--leader-elect` (as in kubebuilder's manifests) means `--leader-elect=true`. */
 function bareBooleans(argv: string[]): string[] {
@@ -172,11 +183,7 @@ function bareBooleans(argv: string[]): string[] {
 
 /** Reads flags and environment; throws an Error that names every bad setting. */
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): Config {
-  const { values } = parseArgs({
-    args: bareBooleans(argv),
-    options: Object.fromEntries(Object.keys(flags).map((flag) => [flag, { type: 'string' as const }])),
-    strict: true,
-  });
+  const { values } = parseFlags(argv);
   const raw: Record<string, string> = {};
   for (const [flag, key] of Object.entries(flags)) {
     const value = (values as Record<string, string | undefined>)[flag] ?? env[envName(flag)];
@@ -191,4 +198,18 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     const flag = byKey[String(issue.path[0])] ?? String(issue.path[0]);
     return `--${flag} (${envName(flag)}): ${issue.message}`;
   }).join('; ')}`);
+}
+
+/** The flags given; a flag we do not have, a value missing or a stray argument is one sentence. */
+function parseFlags(argv: string[]): ReturnType<typeof parseArgs> {
+  try {
+    return parseArgs({
+      args: bareBooleans(argv),
+      options: Object.fromEntries(Object.keys(flags).map((flag) => [flag, { type: 'string' as const }])),
+      strict: true,
+    });
+  } catch (error) {
+    const message = error instanceof Error ? error.message.split('.')[0] ?? '' : String(error);
+    throw new Error(`${message.replace(/^Unknown option/, 'unknown flag')} (--help lists the flags)`);
+  }
 }

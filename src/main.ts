@@ -5,6 +5,8 @@ import { hostname } from 'node:os';
 import { isDeepStrictEqual } from 'node:util';
 import { CoreV1Api, KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { group, plural, version, type RunpodRun } from './api/runpodrun.ts';
+import { usage } from './config-help.ts';
+import { oneLine, stopOnSignals } from './shutdown.ts';
 import { loadConfig, resultsStoreOf, type Config } from './config.ts';
 import { Controller } from './kube/controller.ts';
 import { EventRecorder } from './kube/events.ts';
@@ -270,30 +272,24 @@ export async function startController(config: Config, options: StartOptions = {}
 }
 
 if (import.meta.main) {
+  const argv = process.argv.slice(2);
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(usage());
+    process.exit(0);
+  }
   let config: Config;
   try {
-    config = loadConfig(process.argv.slice(2));
+    config = loadConfig(argv);
   } catch (error) {
     console.error(error instanceof Error ? error.message : String(error));
     process.exit(2);
   }
   const logger = createLogger(config.logLevel);
-  const running = await startController(config, { logger });
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
-      logger.info({ signal, timeoutMs: config.shutdownTimeout }, 'stopping');
-      // Within the pod's termination grace, whatever hangs: kubelet's SIGKILL would skip the release.
-      setTimeout(() => {
-        logger.error('graceful shutdown did not finish in time; exiting anyway');
-        process.exit(1);
-      }, config.shutdownTimeout).unref();
-      void running.stop().then(() => {
-        logger.info('stopped');
-        process.exit(0);
-      }, (error: unknown) => {
-        logger.error({ err: error }, 'graceful shutdown failed');
-        process.exit(1);
-      });
-    });
-  }
+  // What stops the start (a kubeconfig without a context, a port in use) is said in one line, not a trace.
+  const running = await startController(config, { logger }).catch((error: unknown) => {
+    logger.fatal({ err: error }, 'the controller could not start');
+    console.error(`runpod-operator: cannot start: ${oneLine(error)}`);
+    process.exit(1);
+  });
+  stopOnSignals(running, config.shutdownTimeout, logger);
 }

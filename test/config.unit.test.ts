@@ -1,7 +1,8 @@
 // The flags of §3/§4 under controller-runtime's names, their defaults, and errors that name the flag.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadConfig, resultsStoreOf } from '../src/config.ts';
+import { envName, flagNames, loadConfig, resultsStoreOf } from '../src/config.ts';
+import { flagHelp, usage } from '../src/config-help.ts';
 
 void test('leader election, metrics and probe flags default as controller-runtime\'s do', () => {
   const config = loadConfig([], {});
@@ -78,4 +79,24 @@ void test('--results-s3-allowed-buckets: none by default; bucket names, or an en
   );
   assert.throws(() => loadConfig(['--results-s3-allowed-buckets=ML_Results'], {}), /--results-s3-allowed-buckets \(RUNPOD_OPERATOR_RESULTS_S3_ALLOWED_BUCKETS\): "ML_Results" is not a bucket name/);
   assert.throws(() => loadConfig(['--results-s3-allowed-buckets=ftp://store/b1'], {}), /--results-s3-allowed-buckets .*"ftp:\/\/store" must be an http or https URL/);
+});
+
+void test('--help names every flag with its env variable, and each default it shows is the one the schema applies', () => {
+  const text = usage();
+  const defaults = loadConfig([], {});
+  for (const flag of flagNames) {
+    assert.ok(flagHelp[flag].what.length > 0, flag);
+    assert.match(text, new RegExp(`--${flag}\\n {8}.+\\n {8}env ${envName(flag)}\\n`), flag);
+    const shown = flagHelp[flag].default;
+    if (shown === undefined) continue;
+    assert.deepEqual(loadConfig([`--${flag}=${shown}`], {}), defaults, `--${flag}: the default shown (${shown}) is not the default applied`);
+  }
+});
+
+void test('bad input is one sentence naming what is wrong: an unknown flag, a missing value, an unreadable kubeconfig', () => {
+  assert.throws(() => loadConfig(['--bogus'], {}), { message: 'unknown flag \'--bogus\' (--help lists the flags)' });
+  assert.throws(() => loadConfig(['--poll-interval'], {}), { message: /^Option '--poll-interval <value>' argument missing/ });
+  assert.throws(() => loadConfig(['--kubeconfig', '/nonexistent/kubeconfig'], {}),
+    { message: 'invalid configuration: --kubeconfig (RUNPOD_OPERATOR_KUBECONFIG): cannot read /nonexistent/kubeconfig: no such file' });
+  assert.throws(() => loadConfig([], { KUBECONFIG: '/nonexistent/kubeconfig' }), { message: /--kubeconfig .*cannot read \/nonexistent\/kubeconfig: no such file/ });
 });
