@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { parsePodState, podStateCommand, type PodState } from '../../src/pod/state.ts';
 import { simPodLogs, simPods } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator, type SimConfigInput } from '../runpod-sim/server.ts';
-import { ACCOUNT_KEY, SHELLS, cleanUp, createPod, keys, simPod, sshPort, sshWhenUp, waitDeleted, waitFor, type Keys } from './helpers.ts';
+import { ACCOUNT_KEY, EVENTUALLY_MS, SHELLS, cleanUp, createPod, keys, simPod, sshPort, sshWhenUp, waitDeleted, waitFor, type Keys } from './helpers.ts';
 
 const unix = (): number => Math.floor(Date.now() / 1000);
 
@@ -53,7 +53,7 @@ for (const shell of SHELLS) {
       const ready = await waitFor('the verdicts', async () => {
         const state = await podState(port, k);
         return state.watchdog.status !== 'pending' ? state : undefined;
-      }, 30000, 300);
+      }, EVENTUALLY_MS, 300);
       assert.deepEqual(ready.watchdog, { status: 'ok' });
       assert.equal(ready.deleteFailed, null);
       const stopped = await waitFor('the pod to be stopped', async () => {
@@ -134,7 +134,7 @@ for (const shell of SHELLS) {
       const state = await waitFor('the verdicts', async () => {
         const read = await podState(port, k);
         return read.bootstrap.status !== 'pending' && read.watchdog.status !== 'pending' && read.deleteFailed ? read : undefined;
-      }, 30000, 300);
+      }, EVENTUALLY_MS, 300);
       assert.deepEqual(state.bootstrap, { status: 'failed', reason });
       assert.deepEqual(state.watchdog, { status: 'failed', reason: `the bootstrap failed: ${reason}` });
       assert.deepEqual(state.deleteFailed && { rule: state.deleteFailed.rule, detail: state.deleteFailed.detail }, { rule: 'bootstrap', detail: 'the image lacks curl (or python3, or GNU wget): the watchdog cannot call Runpod' });

@@ -50,7 +50,15 @@ export function runShell(shell: PodShell, command: string, options: { env?: Node
   return run([...shellArgv(shell), '-c', command], options);
 }
 
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 30000, everyMs = 100): Promise<T> {
+/**
+ * How long a pod test waits for what load makes slow (a pod's boot, its verdicts, a deletion): the
+ * simulator answers pods from the test's own process, which shares this machine's two cores with the
+ * whole suite, and a first answer has taken 26 s under make test. Long enough that load fails no test;
+ * a real hang still does.
+ */
+export const EVENTUALLY_MS = 60_000;
+
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = EVENTUALLY_MS, everyMs = 100): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -119,7 +127,7 @@ export async function ssh(port: number, keys: Keys, command: string, options: { 
  * ssh once the pod's sshd answers with the pinned key: ssh.direct comes with the port assignment, as
  * on Runpod, so the first connections may be refused or reset (ssh's own exit code 255) for a while.
  */
-export async function sshWhenUp(port: number, keys: Keys, command: string, timeoutMs = 30000): Promise<RunResult> {
+export async function sshWhenUp(port: number, keys: Keys, command: string, timeoutMs = EVENTUALLY_MS): Promise<RunResult> {
   return waitFor(`sshd on port ${port}`, async () => {
     const result = await ssh(port, keys, command);
     return result.code === 255 ? undefined : result;
@@ -187,7 +195,7 @@ export async function createPod(sim: RunningSimulator, options: PodOptions): Pro
 }
 
 /** The pod's mapped SSH port once the simulator reports ssh.direct. */
-export async function sshPort(sim: RunningSimulator, id: string, timeoutMs = 30000): Promise<number> {
+export async function sshPort(sim: RunningSimulator, id: string, timeoutMs = EVENTUALLY_MS): Promise<number> {
   return waitFor(`ssh.direct of ${id}`, async () => {
     const response = await fetch(`${sim.baseUrl}/pods/${id}`, { headers: { Authorization: `Bearer ${ACCOUNT_KEY}` } });
     if (response.status !== 200) {
@@ -205,7 +213,7 @@ export async function simPod(sim: RunningSimulator, id: string): Promise<SimPod>
   return pod;
 }
 
-export async function waitDeleted(sim: RunningSimulator, id: string, timeoutMs = 30000): Promise<SimPod> {
+export async function waitDeleted(sim: RunningSimulator, id: string, timeoutMs = EVENTUALLY_MS): Promise<SimPod> {
   try {
     return await waitFor(`pod ${id} to be deleted`, async () => {
       const pod = await simPod(sim, id);

@@ -9,7 +9,7 @@ import { DEFAULT_STATE_DIR, podPath } from '../../src/pod/protocol.ts';
 import { simPodLogs } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator } from '../runpod-sim/server.ts';
 import {
-  ACCOUNT_KEY, SHELLS, cleanUp, createPod, keys, simPod, ssh, sshPort, waitDeleted, waitFor, type Keys,
+  ACCOUNT_KEY, EVENTUALLY_MS, SHELLS, cleanUp, createPod, keys, simPod, ssh, sshPort, waitDeleted, waitFor, type Keys,
 } from './helpers.ts';
 
 const SIM_CONFIG = {
@@ -41,11 +41,11 @@ async function startSelfKeepingJob(sim: RunningSimulator, keys: Keys, id: string
   await waitFor('both verdicts', async () => {
     const now = await state(port, keys);
     return now && now.bootstrap.status !== 'pending' && now.watchdog.status !== 'pending' ? now : undefined;
-  }, 30000, 300);
+  }, EVENTUALLY_MS, 300);
   const command = ['sh', '-c', `echo 1 > ${podPath(DEFAULT_STATE_DIR, 'keep')}; sleep 600`];
   const started = await ssh(port, keys, startJobCommand({ command, shell: 'dash' }));
   assert.equal(parseStartOutput(started.stdout).outcome, 'started', started.stderr);
-  await waitFor('the job to mark the pod kept', async () => ((await state(port, keys))?.keep === true ? true : undefined), 30000, 300);
+  await waitFor('the job to mark the pod kept', async () => ((await state(port, keys))?.keep === true ? true : undefined), EVENTUALLY_MS, 300);
   return port;
 }
 

@@ -12,7 +12,7 @@ import { injectFault, simPodLogs } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator } from '../runpod-sim/server.ts';
 import { freePort } from '../envtest/harness.ts';
 import {
-  ACCOUNT_KEY, SHELLS, cleanUp, createPod, keys, run, simPod, ssh, sshPort, waitDeleted, waitFor, type Keys,
+  ACCOUNT_KEY, EVENTUALLY_MS, SHELLS, cleanUp, createPod, keys, run, simPod, ssh, sshPort, waitDeleted, waitFor, type Keys,
 } from './helpers.ts';
 
 /** Images with an NGC-style ENTRYPOINT (its setup, then `exec "$@"`); any other image has none. */
@@ -54,12 +54,12 @@ async function verdicts(port: number, keys: Keys): Promise<PodState> {
     if (result.code !== 0) return undefined;
     const state = parsePodState(result.stdout);
     return state.bootstrap.status !== 'pending' && state.watchdog.status !== 'pending' ? state : undefined;
-  }, 30000, 300);
+  }, EVENTUALLY_MS, 300);
 }
 
 
 /** A deletion by the pod itself, for the given reason (the watchdog's log line, in the pod's logs). */
-async function deletedByPod(sim: RunningSimulator, id: string, reason: RegExp, timeoutMs = 30000): Promise<number> {
+async function deletedByPod(sim: RunningSimulator, id: string, reason: RegExp, timeoutMs = EVENTUALLY_MS): Promise<number> {
   const pod = await waitDeleted(sim, id, timeoutMs);
   const logs = await simPodLogs(sim.adminUrl, id);
   assert.equal(pod.deletedBy, 'pod', logs);
@@ -211,7 +211,7 @@ for (const shell of SHELLS) {
       const done = await waitFor('the job to end', async () => {
         const state = await podState(port, k);
         return state.job.status === 'exited' ? state : undefined;
-      }, 30000, 300);
+      }, EVENTUALLY_MS, 300);
       assert.equal(done.job.exitCode, 3);
       assert.equal(done.logTail, `pod=${id} key=none cwd=${runDir}\n`);
       await deletedByPod(sim, id, /the job ended with exit code 3[^\n]*\n[^]*deleting the pod: the job ended at \d+ and its results were not retrieved within 10 s/);
@@ -277,7 +277,7 @@ for (const shell of SHELLS) {
       const foreign = await waitFor('the image\'s sshd', async () => {
         const tried = await ssh(port, k, 'true');
         return /Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED/.test(tried.stderr) ? tried : undefined;
-      }, 30000, 200);
+      }, EVENTUALLY_MS, 200);
       assert.notEqual(foreign.code, 0);
       const state = await verdicts(port, k);
       assert.deepEqual(state.bootstrap, { status: 'ok' });
@@ -311,7 +311,7 @@ for (const shell of SHELLS) {
       const port = await sshPort(sim, id);
       await verdicts(port, k);
       assert.equal(parseStartOutput((await ssh(port, k, startJobCommand({ command: ['sleep', '600'], shell }))).stdout).outcome, 'started');
-      await waitFor('the job to run', async () => ((await podState(port, k)).job.status === 'running' ? true : undefined), 30000, 300);
+      await waitFor('the job to run', async () => ((await podState(port, k)).job.status === 'running' ? true : undefined), EVENTUALLY_MS, 300);
       const restarted = await fetch(`${sim.baseUrl}/pods/${id}/action`, {
         method: 'POST',
         headers: { Authorization: `Bearer ${ACCOUNT_KEY}`, 'Content-Type': 'application/json' },
