@@ -6,7 +6,8 @@ import { isDeepStrictEqual } from 'node:util';
 import { CoreV1Api, KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { group, plural, version, type RunpodRun } from './api/runpodrun.ts';
 import { usage } from './config-help.ts';
-import { oneLine, stopOnSignals } from './shutdown.ts';
+import { stopOnSignals } from './shutdown.ts';
+import { describeError } from './kube/errors.ts';
 import { loadConfig, resultsStoreOf, type Config } from './config.ts';
 import { Controller } from './kube/controller.ts';
 import { EventRecorder } from './kube/events.ts';
@@ -288,7 +289,7 @@ if (import.meta.main) {
   // What stops the start (a kubeconfig without a context, a port in use) is said in one line, not a trace.
   const running = await startController(config, { logger }).catch((error: unknown) => {
     logger.fatal({ err: error }, 'the controller could not start');
-    console.error(`runpod-operator: cannot start: ${oneLine(error)}`);
+    console.error(`runpod-operator: cannot start: ${describeError(error)}`);
     process.exit(1);
   });
   stopOnSignals(running, config.shutdownTimeout, logger);

@@ -1,4 +1,4 @@
-// How the process ends. SIGINT / SIGTERM: the running controller stops (in-flight steps aborted, events flushed, the lease
+// SIGINT / SIGTERM: the running controller stops (in-flight steps aborted, events flushed, the lease
 // released), then the process exits; within `timeoutMs` whatever hangs, since kubelet's SIGKILL at the
 // end of the pod's termination grace would skip the release.
 import type { Logger } from './log.ts';
@@ -20,15 +20,4 @@ export function stopOnSignals(running: { stop(): Promise<void> }, timeoutMs: num
       });
     });
   }
-}
-
-/** An error and its causes in one line ("fetch failed: connect ECONNREFUSED 127.0.0.1:6443"), for a person. */
-export function oneLine(error: unknown): string {
-  const parts: string[] = [];
-  for (let at: unknown = error, depth = 0; at !== undefined && depth < 5; depth++) {
-    const message = at instanceof Error ? at.message : typeof at === 'string' ? at : JSON.stringify(at);
-    if (message && !parts.some((part) => part.includes(message))) parts.push(message.split('\n')[0] ?? message);
-    at = at instanceof Error ? at.cause : undefined;
-  }
-  return parts.join(': ');
 }
