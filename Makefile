@@ -61,6 +61,15 @@ verify-manifests: node-modules
 run: node-modules ## The controller against the current kubeconfig (flags in ARGS="...")
 	npm start -- $(ARGS)
 
+# `make install-plugin PREFIX=~/.local` puts it elsewhere.
+PREFIX ?= /usr/local
+
+.PHONY: install-plugin
+install-plugin: node-modules ## Put kubectl-runpod on PATH (PREFIX/bin, default /usr/local/bin), so that `kubectl runpod` works (logs, ssh, cost, cancel, keep)
+	install -d $(PREFIX)/bin
+	ln -sf $(CURDIR)/bin/kubectl-runpod $(PREFIX)/bin/kubectl-runpod
+	@echo "kubectl runpod --help"
+
 ##@ Cluster (the current kubeconfig)
 
 .PHONY: install

@@ -13,7 +13,7 @@ export const flagHelp: Record<Flag, FlagHelp> = {
   'results-dir': { what: 'where verified results go when no S3 store is set', default: './results' },
   'results-store': { what: 'default result store: dir:/path or s3://bucket/prefix/ (overrides --results-dir)' },
   'results-s3-endpoint': { what: 'S3 endpoint URL of the default store (default: AWS)' },
-  'results-s3-region': { what: 'S3 region of the default store' },
+  'results-s3-region': { what: 'S3 region of the default store (default: $AWS_REGION, else us-east-1)' },
   'results-s3-force-path-style': { what: 'path-style S3 addressing (MinIO, SeaweedFS)', default: 'false' },
   'results-s3-allowed-buckets': { what: 'buckets (or https://endpoint/bucket), comma-separated, a run without S3 credentials may have the controller write to', default: '' },
   'max-concurrent-reconciles': { what: 'workers reconciling runs at once', default: '8' },

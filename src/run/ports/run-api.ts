@@ -8,13 +8,12 @@ import { changeOf, StatusWriter } from '../../kube/status.ts';
 import { registerSecret } from '../../log.ts';
 import type { S3Credentials } from '../../results/s3-store.ts';
 import { redactStatus } from './status-redaction.ts';
+import { sshSecretKeys, sshSecretName } from '../../api/ssh-secret.ts';
 import { printableRuns, readRunpodKey } from '../observe/runpod-key.ts';
 
 export interface SshSecret { clientPrivateKey: string; clientPublicKey: string; hostPrivateKey: string; hostPublicKey: string }
 
-const sshKeys = { clientPrivateKey: 'client-key', clientPublicKey: 'client-key.pub', hostPrivateKey: 'host-key', hostPublicKey: 'host-key.pub' } as const;
-
-const sshSecretName = (run: string): string => `${run}-ssh`;
+const sshKeys = sshSecretKeys;
 
 /** A Secret's key, decoded; undefined when it is missing or empty. */
 const decodedKey = (secret: V1Secret, key: string): string | undefined => {

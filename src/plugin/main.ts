@@ -1,0 +1,88 @@
+// kubectl-runpod: the `kubectl runpod` plugin. kubectl finds it on PATH and runs it with the user's
+// arguments; it uses the user's kubeconfig and RBAC only (it never talks to the controller). kubectl's
+// habits: -n, --context, --kubeconfig, -A, --help; bad input is one sentence and a non-zero exit.
+import { parseArgs } from 'node:util';
+import { describeError } from '../kube/errors.ts';
+import { loadTarget } from './cluster.ts';
+import { PluginError } from './errors.ts';
+import { logs } from './logs.ts';
+import { cost, setSpec } from './runs.ts';
+import { ssh } from './ssh.ts';
+
+export const usage = `kubectl runpod: the RunpodRuns of your cluster, from the terminal.
+
+Usage:
+  kubectl runpod logs RUN [-f] [--tail N]   the job's output, over SSH while its pod lives (-f: until the job ends)
+  kubectl runpod ssh RUN [-- COMMAND...]    a shell, or COMMAND, on the run's pod as root (the pinned host key only)
+  kubectl runpod cost [-A] [--since 7d]     runs, GPU-hours and estimated cost per namespace, from the runs' status
+  kubectl runpod cancel RUN                 set spec.cancel: the job is stopped, what results exist retrieved, the pod deleted
+  kubectl runpod keep RUN [--off]           set spec.keepPod (--off: clear it), to debug a pod after its job
+
+Flags:
+  -n, --namespace NAME   the runs' namespace (default: the context's)
+  -A, --all-namespaces   cost: every namespace
+      --context NAME     the kubeconfig context to use
+      --kubeconfig FILE  the kubeconfig (default: $KUBECONFIG, else ~/.kube/config)
+  -h, --help             print this
+`;
+
+const options = {
+  namespace: { type: 'string', short: 'n' }, 'all-namespaces': { type: 'boolean', short: 'A' }, context: { type: 'string' },
+  kubeconfig: { type: 'string' }, help: { type: 'boolean', short: 'h' }, follow: { type: 'boolean', short: 'f' },
+  tail: { type: 'string' }, since: { type: 'string' }, off: { type: 'boolean' },
+} as const;
+
+/** Runs one command; returns the exit code. */
+export async function main(argv: readonly string[], out: NodeJS.WritableStream = process.stdout, err: NodeJS.WritableStream = process.stderr): Promise<number> {
+  try {
+    const dashes = argv.indexOf('--');
+    const [ours, remote] = dashes === -1 ? [argv, []] : [argv.slice(0, dashes), argv.slice(dashes + 1)];
+    let parsed;
+    try {
+      parsed = parseArgs({ args: [...ours], options, allowPositionals: true, strict: true });
+    } catch (error) {
+      throw new PluginError(`${(error instanceof Error ? error.message : String(error)).split('.')[0] ?? ''}; see kubectl runpod --help`);
+    }
+    const { values, positionals: [command, name, ...extra] } = parsed;
+    if (values.help || command === undefined || command === 'help') {
+      (command === undefined && !values.help ? err : out).write(usage);
+      return command === undefined && !values.help ? 1 : 0;
+    }
+    const target = () => loadTarget({ kubeconfig: values.kubeconfig, context: values.context, namespace: values.namespace });
+    const needsRun = (): string => {
+      if (!name) throw new PluginError(`kubectl runpod ${command} needs the run's name: kubectl runpod ${command} RUN`);
+      if (extra.length > 0) throw new PluginError(`unexpected argument "${extra[0] ?? ''}"${command === 'ssh' ? ' (a remote command goes after --)' : ''}`);
+      return name;
+    };
+    switch (command) {
+      case 'logs': return await logs(target(), needsRun(), { follow: values.follow ?? false, tail: tailOf(values.tail), out, err });
+      case 'ssh': return await ssh(target(), needsRun(), remote);
+      case 'cost':
+        if (name) throw new PluginError(`unexpected argument "${name}": kubectl runpod cost takes no run`);
+        return await cost(target(), values['all-namespaces'] ?? false, sinceOf(values.since), out);
+      case 'cancel': return await setSpec(target(), needsRun(), { cancel: true }, out);
+      case 'keep': return await setSpec(target(), needsRun(), { keepPod: !(values.off ?? false) }, out);
+      default: throw new PluginError(`unknown command "${command}"; see kubectl runpod --help`);
+    }
+  } catch (error) {
+    err.write(`error: ${error instanceof PluginError ? error.message : describeError(error)}\n`);
+    return error instanceof PluginError ? error.exitCode : 1;
+  }
+}
+
+function tailOf(value: string | undefined): number {
+  if (value === undefined) return -1;
+  if (!/^(-1|\d+)$/.test(value)) throw new PluginError(`--tail must be a number of lines (or -1 for all), not "${value}"`);
+  return Number(value);
+}
+
+const sinceUnits: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+function sinceOf(value: string | undefined): Date | undefined {
+  if (value === undefined) return undefined;
+  const match = /^(\d+)([smhd])$/.exec(value);
+  if (!match) throw new PluginError(`--since must be a duration such as 90m, 12h or 7d, not "${value}"`);
+  return new Date(Date.now() - Number(match[1]) * (sinceUnits[match[2] ?? 's'] ?? 1000));
+}
+
+if (import.meta.main) process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,70 @@
+// kubectl-runpod without a cluster: its arguments as kubectl's habits want them (one sentence and a
+// non-zero exit on bad input, --help), and the cost table computed from runs' status alone.
+import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
+import { test } from 'node:test';
+import type { RunpodRun } from '../../src/api/runpodrun.ts';
+import { main } from '../../src/plugin/main.ts';
+import { costTable, formatCostTable } from '../../src/plugin/runs.ts';
+
+async function plugin(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  const [out, err] = [new PassThrough(), new PassThrough()];
+  const chunks = { out: [] as Buffer[], err: [] as Buffer[] };
+  out.on('data', (chunk: Buffer) => chunks.out.push(chunk));
+  err.on('data', (chunk: Buffer) => chunks.err.push(chunk));
+  const code = await main(argv, out, err);
+  return { code, out: Buffer.concat(chunks.out).toString(), err: Buffer.concat(chunks.err).toString() };
+}
+
+void test('--help prints every command; no command prints it on stderr and fails', async () => {
+  const help = await plugin('--help');
+  assert.equal(help.code, 0);
+  for (const command of ['logs RUN', 'ssh RUN', 'cost', 'cancel RUN', 'keep RUN']) assert.ok(help.out.includes(`kubectl runpod ${command}`), command);
+  const none = await plugin();
+  assert.deepEqual([none.code, none.out], [1, '']);
+  assert.match(none.err, /^kubectl runpod: /);
+});
+
+void test('bad input is one sentence and exit 1, before any cluster is asked', async () => {
+  const cases: [string[], string][] = [
+    [['logs'], 'error: kubectl runpod logs needs the run\'s name: kubectl runpod logs RUN\n'],
+    [['ssh', 'r', 'ls'], 'error: unexpected argument "ls" (a remote command goes after --)\n'],
+    [['cost', 'r'], 'error: unexpected argument "r": kubectl runpod cost takes no run\n'],
+    [['logs', 'r', '--tail', 'ten'], 'error: --tail must be a number of lines (or -1 for all), not "ten"\n'],
+    [['cost', '--since', 'a week'], 'error: --since must be a duration such as 90m, 12h or 7d, not "a week"\n'],
+    [['frobnicate'], 'error: unknown command "frobnicate"; see kubectl runpod --help\n'],
+    [['logs', 'r', '--bogus'], 'error: Unknown option \'--bogus\'; see kubectl runpod --help\n'],
+    [['logs', 'r', '--kubeconfig', '/nonexistent/kubeconfig'], ''],
+  ];
+  for (const [argv, said] of cases) {
+    const { code, out, err } = await plugin(...argv);
+    assert.equal(code, 1, argv.join(' '));
+    assert.equal(out, '');
+    if (said) assert.equal(err, said);
+    else assert.match(err, /^error: cannot read the kubeconfig \/nonexistent\/kubeconfig: /);
+    assert.equal(err.split('\n').length, 2, err);
+  }
+});
+
+const run = (namespace: string, status: Record<string, unknown>): RunpodRun => ({ metadata: { name: 'r', namespace, creationTimestamp: '2026-12-01T00:00:00Z' }, status } as unknown as RunpodRun);
+
+void test('cost: runs, GPU-hours (pod lifetime x GPUs, to now while it lives) and estimated cost per namespace and in total', () => {
+  const now = new Date('2026-12-02T12:00:00Z');
+  const runs = [
+    run('team-a', { startTime: '2026-12-02T08:00:00Z', estimatedCostUsd: '1.38', pod: { createdAt: '2026-12-02T08:00:00Z', deletedAt: '2026-12-02T10:00:00Z', gpuCount: 1 } }),
+    run('team-a', { startTime: '2026-12-02T11:00:00Z', estimatedCostUsd: '0.80', pod: { createdAt: '2026-12-02T11:00:00Z', gpuCount: 2 } }),
+    run('team-b', { startTime: '2026-12-02T09:00:00Z', phase: 'Failed', reason: 'InvalidSpec' }),
+    run('team-b', { startTime: '2026-11-01T00:00:00Z', estimatedCostUsd: '50', pod: { createdAt: '2026-11-01T00:00:00Z', deletedAt: '2026-11-01T01:00:00Z' } }),
+  ];
+  assert.deepEqual(costTable(runs, now, new Date('2026-12-01T12:00:00Z')), [
+    { namespace: 'team-a', runs: 2, gpuHours: 4, costUsd: 2.18 },
+    { namespace: 'team-b', runs: 1, gpuHours: 0, costUsd: 0 },
+  ]);
+  assert.equal(formatCostTable(costTable(runs, now)), [
+    'NAMESPACE   RUNS   GPU-HOURS   COST-USD',
+    'team-a      2      4.00        2.18',
+    'team-b      2      1.00        50.00',
+    'TOTAL       4      5.00        52.18',
+    '',
+  ].join('\n'));
+});
