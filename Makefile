@@ -16,7 +16,9 @@ CRD := crds/runpodruns.runpod-operator.dev.yaml
 ##@ Start here
 
 .PHONY: demo
-demo: setup ## A run end to end: local kube-apiserver + Runpod simulator + controller (examples/quickstart.yaml)
+demo: ## A run end to end: local kube-apiserver + Runpod simulator + controller (examples/quickstart.yaml)
+	@# Only what the demo uses: no SeaweedFS or kstatus helper (the tests' own).
+	bash hack/setup.sh root packages node control-plane
 	npm run demo
 
 .PHONY: test

@@ -2,8 +2,11 @@
 # Sets up this machine for `make demo` and `make test` (Debian, as root), doing only what is missing:
 #   packages  the Debian packages below (apt-get)
 #   node      node_modules (`npm ci`) when it is missing or differs from package-lock.json
-#   envtest   kube-apiserver + etcd, built once per machine from the Go module proxy and cached
-# `hack/setup.sh` does all three; `hack/setup.sh node` only one. Messages go to stderr, prefixed "setup:".
+#   envtest   kube-apiserver + etcd, and the tests' kstatus helper and SeaweedFS, built once per machine
+#             from the Go module proxy and cached
+#   control-plane  only kube-apiserver + etcd (what `make demo` needs)
+# `hack/setup.sh` does root, packages, node and envtest; `hack/setup.sh node` only one. Messages go to
+# stderr, prefixed "setup:".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive PATH="$PATH:/usr/local/go/bin"
@@ -67,6 +70,7 @@ setup_node() {
   npm ci --no-audit --no-fund --loglevel=error >&2 || fail "npm ci failed (see above)"
 }
 
+# $1: --control-plane for kube-apiserver + etcd only.
 setup_envtest() {
   # Like controller-runtime's envtest: given binaries, or a real cluster, need no build.
   if [ "${USE_EXISTING_CLUSTER:-}" = true ] || [ -n "${KUBEBUILDER_ASSETS:-}" ] || { [ -n "${TEST_ASSET_KUBE_APISERVER:-}" ] && [ -n "${TEST_ASSET_ETCD:-}" ]; }; then
@@ -75,7 +79,7 @@ setup_envtest() {
   command -v kubectl >/dev/null || fail "kubectl is not on PATH: the tests and the demo drive the API server with the real kubectl; install it (it is not a Debian package)"
   # Cached: prints the directory at once. Else it builds (and says so), which needs Go.
   local dir
-  if ! dir=$(bash test/envtest/build-assets.sh); then
+  if ! dir=$(bash test/envtest/build-assets.sh "$@"); then
     command -v go >/dev/null || fail "kube-apiserver, etcd and SeaweedFS are built from the Go module proxy and need Go (>= 1.24; SeaweedFS >= 1.26.6) on PATH; or set KUBEBUILDER_ASSETS to a directory holding both"
     fail "building kube-apiserver/etcd failed (see above)"
   fi
@@ -95,6 +99,7 @@ for step in "${steps[@]}"; do
     packages) setup_packages ;;
     node) setup_node ;;
     envtest) setup_envtest ;;
-    *) fail "unknown step '$step' (root, packages, node, envtest)" ;;
+    control-plane) setup_envtest --control-plane ;;
+    *) fail "unknown step '$step' (root, packages, node, envtest, control-plane)" ;;
   esac
 done

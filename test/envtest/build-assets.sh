@@ -3,8 +3,15 @@
 # Nothing downloads a prebuilt binary: both come from their published Go modules. The result is cached
 # outside the repo, keyed by version, so only the first run on a machine compiles (~10 min on 2 cores).
 # Prints the directory holding both binaries (use it as KUBEBUILDER_ASSETS). Also builds the kstatus
-# helper of the GitOps tests (build-kstatus.sh) and SeaweedFS's weed for the S3 tests (../s3/build-seaweedfs.sh).
+# helper of the GitOps tests (build-kstatus.sh) and SeaweedFS's weed for the S3 tests (../s3/build-seaweedfs.sh),
+# unless given --control-plane (the demo, and a control plane started by a test, need only the two).
 set -euo pipefail
+ONLY_CONTROL_PLANE=false
+case "${1:-}" in
+  '') ;;
+  --control-plane) ONLY_CONTROL_PLANE=true ;;
+  *) echo "build-assets: unknown argument '$1' (--control-plane builds only kube-apiserver and etcd)" >&2; exit 2 ;;
+esac
 
 KUBE_VERSION="${KUBE_VERSION:-1.34.4}"
 ETCD_VERSION="${ETCD_VERSION:-3.6.4}"
@@ -61,8 +68,10 @@ if [ ! -x "$OUT/etcd" ]; then
   log "building etcd v$ETCD_VERSION (first run on this machine)"
   start=$(date +%s); build_etcd; log "etcd built in $(( $(date +%s) - start ))s"
 fi
-# The kstatus helper of the GitOps tests (cached on its own; its path goes to stderr, ours to stdout).
-"$HERE/build-kstatus.sh" >&2
-# SeaweedFS, the S3 tests' object store (cached on its own too).
-"$HERE/../s3/build-seaweedfs.sh" >&2
+if [ "$ONLY_CONTROL_PLANE" = false ]; then
+  # The kstatus helper of the GitOps tests (cached on its own; its path is not ours, so it goes nowhere).
+  "$HERE/build-kstatus.sh" >/dev/null
+  # SeaweedFS, the S3 tests' object store (cached on its own too).
+  "$HERE/../s3/build-seaweedfs.sh" >/dev/null
+fi
 echo "$OUT"

@@ -139,7 +139,7 @@ export function findAssets(): { apiserver: string; etcd: string } {
   let apiserver = fromEnv('TEST_ASSET_KUBE_APISERVER', 'kube-apiserver');
   let etcd = fromEnv('TEST_ASSET_ETCD', 'etcd');
   if (!apiserver || !etcd) {
-    const built = execFileSync('bash', [join(import.meta.dirname, 'build-assets.sh')], {
+    const built = execFileSync('bash', [join(import.meta.dirname, 'build-assets.sh'), '--control-plane'], {
       encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'],
     }).trim();
     apiserver ??= join(built, 'kube-apiserver');

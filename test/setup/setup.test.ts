@@ -27,13 +27,13 @@ function shims(name: string, scripts: Record<string, string>): string {
 // lua5.4 is "not installed"; every other package is.
 const dpkgQuery = 'for last; do :; done; [ "$last" = lua5.4 ] && exit 1; printf "install ok installed"';
 
-function setup(args: string[], options: { path?: string; asNobody?: boolean; cwd?: string } = {}) {
+function setup(args: string[], options: { path?: string; asNobody?: boolean; cwd?: string; env?: Record<string, string> } = {}) {
   const script = join(options.cwd ?? repo, 'hack', 'setup.sh');
   const [command, argv] = options.asNobody
     ? ['setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'bash', script, ...args]]
     : ['bash', [script, ...args]];
   const result = spawnSync(command, argv, {
-    encoding: 'utf8', env: { ...process.env, PATH: `${options.path ? `${options.path}:` : ''}${process.env.PATH ?? ''}` },
+    encoding: 'utf8', env: { ...process.env, ...options.env, PATH: `${options.path ? `${options.path}:` : ''}${process.env.PATH ?? ''}` },
   });
   return { status: result.status, stderr: result.stderr, stdout: result.stdout };
 }
@@ -83,6 +83,25 @@ describe('hack/setup.sh', () => {
     assert.equal(result.status, 0, result.stderr);
     assert.match(readFileSync(calls, 'utf8'), /^ci /);
     assert.match(result.stderr, /setup: installing node_modules \(npm ci\)/);
+  });
+
+  test('make demo\'s control-plane step finds kube-apiserver and etcd only: no test helper is built, and it prints nothing', () => {
+    const cache = join(scratch, 'cache');
+    const assets = join(cache, 'envtest', 'k8s-1.34.4-etcd-3.6.4');
+    mkdirSync(assets, { recursive: true });
+    for (const binary of ['kube-apiserver', 'etcd']) {
+      writeFileSync(join(assets, binary), '#!/bin/sh\n');
+      chmodSync(join(assets, binary), 0o755);
+    }
+    // Building kstatus-judge or weed would need go: a stand-in that records being called.
+    const calls = join(scratch, 'go-calls');
+    const path = shims('go', { go: `echo "$*" >> ${calls}; exit 1` });
+    const demo = setup(['control-plane'], { path, env: { RUNPOD_OPERATOR_CACHE: cache } });
+    assert.deepEqual([demo.status, demo.stderr, demo.stdout], [0, '', '']);
+    assert.ok(!existsSync(calls), 'go was not called');
+    const tests = setup(['envtest'], { path, env: { RUNPOD_OPERATOR_CACHE: cache } });
+    assert.notEqual(tests.status, 0, 'the tests\' step builds the helpers, which needs go');
+    assert.ok(existsSync(calls));
   });
 
 });
