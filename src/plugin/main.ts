@@ -6,6 +6,7 @@ import { describeError } from '../kube/errors.ts';
 import { loadTarget } from './cluster.ts';
 import { PluginError } from './errors.ts';
 import { logs } from './logs.ts';
+import { results } from './results.ts';
 import { cost, setSpec } from './runs.ts';
 import { ssh } from './ssh.ts';
 
@@ -14,6 +15,7 @@ export const usage = `kubectl runpod: the RunpodRuns of your cluster, from the t
 Usage:
   kubectl runpod logs RUN [-f] [--tail N]   the job's output, over SSH while its pod lives (-f: until the job ends)
   kubectl runpod ssh RUN [-- COMMAND...]    a shell, or COMMAND, on the run's pod as root (the pinned host key only)
+  kubectl runpod results RUN [DIR]          download the run's verified results (S3 store) into DIR (default .) and check SHA256SUMS
   kubectl runpod cost [-A] [--since 7d]     runs, GPU-hours and estimated cost per namespace, from the runs' status
   kubectl runpod cancel RUN                 set spec.cancel: the job is stopped, what results exist retrieved, the pod deleted
   kubectl runpod keep RUN [--off]           set spec.keepPod (--off: clear it), to debug a pod after its job
@@ -57,6 +59,10 @@ export async function main(argv: readonly string[], out: NodeJS.WritableStream =
     switch (command) {
       case 'logs': return await logs(target(), needsRun(), { follow: values.follow ?? false, tail: tailOf(values.tail), out, err });
       case 'ssh': return await ssh(target(), needsRun(), remote);
+      case 'results':
+        if (extra.length > 1) throw new PluginError(`unexpected argument "${extra[1] ?? ''}": kubectl runpod results RUN [DIR]`);
+        if (!name) throw new PluginError('kubectl runpod results needs the run\'s name: kubectl runpod results RUN [DIR]');
+        return await results(target(), name, extra[0] ?? '.', out, err);
       case 'cost':
         if (name) throw new PluginError(`unexpected argument "${name}": kubectl runpod cost takes no run`);
         return await cost(target(), values['all-namespaces'] ?? false, sinceOf(values.since), out);

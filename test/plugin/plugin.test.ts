@@ -105,6 +105,10 @@ void test('kubectl runpod: logs -f while the job runs and to its end, ssh into a
     assert.equal(await cancel.code, 0, cancel.stderr());
     assert.equal((await world.run('waiter') as { spec?: { cancel?: boolean } } | undefined)?.spec?.cancel, true);
 
+    const dirStore = await kubectlRunpod(['results', 'kept', '-n', ns]);
+    assert.equal(await dirStore.code, 1);
+    assert.match(dirStore.stderr(), /^error: the results of run "kept" are on the controller's results volume \(the directory store\), at \/.*\/kept\/[-0-9a-f]+: copy them from the controller's pod \(kubectl cp\)\n$/);
+
     const missing = await kubectlRunpod(['logs', 'nosuchrun', '-n', ns]);
     assert.deepEqual([await missing.code, missing.stderr()], [1, `error: runpodruns.runpod-operator.dev "nosuchrun" not found in namespace "${ns}"\n`]);
 

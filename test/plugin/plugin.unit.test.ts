@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import type { RunpodRun } from '../../src/api/runpodrun.ts';
 import { main } from '../../src/plugin/main.ts';
 import { costTable, formatCostTable } from '../../src/plugin/runs.ts';
+import { parseSums } from '../../src/plugin/results.ts';
 
 async function plugin(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
   const [out, err] = [new PassThrough(), new PassThrough()];
@@ -67,4 +68,15 @@ void test('cost: runs, GPU-hours (pod lifetime x GPUs, to now while it lives) an
     'TOTAL       4      5.00        52.18',
     '',
   ].join('\n'));
+});
+
+void test('results: SHA256SUMS lines as sha256sum writes them (an escaped name too); a path leaving DIR is refused', () => {
+  const sha = 'a'.repeat(64);
+  assert.deepEqual(parseSums(`${sha}  results/a.txt\n\\${sha}  results/line\\nbreak\\\\x\n`), [
+    { sha256: sha, path: 'results/a.txt' },
+    { sha256: sha, path: 'results/line\nbreak\\x' },
+  ]);
+  assert.throws(() => parseSums(`${sha}  ../../etc/passwd\n`), { message: 'SHA256SUMS names "../../etc/passwd", which is refused (path leaves the directory (..))' });
+  assert.throws(() => parseSums(`${sha}  /etc/passwd\n`), /refused \(absolute path\)/);
+  assert.throws(() => parseSums('not a sum\n'), /SHA256SUMS has a line that is not/);
 });
