@@ -5,15 +5,29 @@ import { parseArgs } from 'node:util';
 import { API_KEY_SCOPES, loadConfigFile, type ApiKeyScope, type SimConfigInput } from './config.ts';
 import { startSimulator } from './server.ts';
 
-const { values } = parseArgs({
-  options: {
-    port: { type: 'string', default: '0' },
-    'api-key': { type: 'string', multiple: true, default: [] },
-    config: { type: 'string' },
-    help: { type: 'boolean', default: false },
-  },
-  strict: true,
-});
+/** Bad input: one sentence and exit 2, never a stack trace. */
+const fail = (message: string): never => {
+  process.stderr.write(`runpod-sim: ${message}\n`);
+  process.exit(2);
+};
+const sentence = (error: unknown): string => (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '';
+
+const parsed = (() => {
+  try {
+    return parseArgs({
+      options: {
+        port: { type: 'string', default: '0' },
+        'api-key': { type: 'string', multiple: true, default: [] },
+        config: { type: 'string' },
+        help: { type: 'boolean', default: false },
+      },
+      strict: true,
+    });
+  } catch (error) {
+    return fail(`${sentence(error).split('. ')[0] ?? ''} (--help lists the flags)`);
+  }
+})();
+const { values } = parsed;
 
 if (values.help || values['api-key'].length === 0) {
   process.stderr.write('usage: npm run sim -- --port P --api-key K[:SCOPE,...] [--api-key K2] [--config FILE]\n');
@@ -22,8 +36,7 @@ if (values.help || values['api-key'].length === 0) {
 
 const port = Number(values.port);
 if (!Number.isInteger(port) || port < 0 || port > 65535) {
-  process.stderr.write(`invalid --port ${values.port}\n`);
-  process.exit(2);
+  fail(`invalid --port ${values.port}`);
 }
 
 const apiKeys: string[] = [];
@@ -38,13 +51,18 @@ for (const arg of values['api-key']) {
   const scopes = arg.slice(at + 1).split(',').filter(Boolean);
   const unknown = scopes.filter((scope) => !(API_KEY_SCOPES as readonly string[]).includes(scope));
   if (unknown.length > 0) {
-    process.stderr.write(`unknown scope ${unknown.join(', ')} in --api-key (known: ${API_KEY_SCOPES.join(', ')})\n`);
-    process.exit(2);
+    fail(`unknown scope ${unknown.join(', ')} in --api-key (known: ${API_KEY_SCOPES.join(', ')})`);
   }
   apiKeys.push(arg.slice(0, at));
   scopedKeys.push({ key: arg.slice(0, at), scopes: scopes as ApiKeyScope[] });
 }
-const fileConfig: SimConfigInput = values.config === undefined ? {} : loadConfigFile(values.config);
+const fileConfig: SimConfigInput = (() => {
+  try {
+    return values.config === undefined ? {} : loadConfigFile(values.config);
+  } catch (error) {
+    return fail(`--config: ${sentence(error)}`);
+  }
+})();
 const sim = await startSimulator({
   port,
   apiKeys,

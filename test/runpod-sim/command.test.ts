@@ -171,7 +171,7 @@ describe('the container command', () => {
   });
 
   test('config: ownSshd needs an entrypoint; unknown image fields are refused', () => {
-    assert.throws(() => parseConfig({ images: { x: { ownSshd: true } } }), /needs an entrypoint[^]*at images\.x\.ownSshd/);
+    assert.throws(() => parseConfig({ images: { x: { ownSshd: true } } }), /images\.x\.ownSshd: [^;]*needs an entrypoint/);
     assert.throws(() => parseConfig({ images: { x: { entrypoint: [] } } }), /images\.x\.entrypoint/);
     assert.throws(() => parseConfig({ images: { x: { cmd: ['a'] } } }), /cmd/);
     assert.deepEqual(parseConfig({}).images, {});

@@ -182,13 +182,31 @@ export type DataCenterConfig = SimConfig['dataCenters'][number];
 
 export function parseConfig(input: unknown): SimConfig {
   const result = simConfigSchema.safeParse(input ?? {});
-  if (!result.success) throw new Error(`invalid simulator config: ${z.prettifyError(result.error)}`);
+  if (!result.success) {
+    // One line, each issue led by its field (network.forward[1].podPort), as a CLI's error should be.
+    const field = (path: readonly PropertyKey[]): string => path.map((part, i) => (typeof part === 'number' ? `[${part}]` : `${i === 0 ? '' : '.'}${String(part)}`)).join('');
+    const issues = result.error.issues.map((issue) => `${field(issue.path) || '(the config)'}: ${issue.message}`);
+    throw new Error(`invalid simulator config: ${issues.join('; ')}`);
+  }
   return result.data;
 }
 
 /** Reads a YAML or JSON config file (YAML is a superset of JSON, so one parser reads both). */
 export function loadConfigFile(path: string): SimConfig {
-  return parseConfig(parseYaml(readFileSync(path, 'utf8')));
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new Error(`cannot read ${path}: ${code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : (code ?? String(error))}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = parseYaml(text);
+  } catch (error) {
+    throw new Error(`${path} is not YAML or JSON: ${(error instanceof Error ? error.message : String(error)).split('\n')[0] ?? ''}`);
+  }
+  return parseConfig(parsed);
 }
 
 function defaultGpuTypes(): z.input<typeof gpuTypeSchema>[] {

@@ -116,7 +116,7 @@ describe('network.forward', () => {
   test('config: a pod port forwarded twice, or out of range, is an error naming the field', () => {
     assert.throws(
       () => parseConfig({ network: { forward: [{ podPort: 80, hostPort: 1000 }, { podPort: 80, hostPort: 1001 }] } }),
-      /port 80 is forwarded twice[\s\S]*network\.forward\[1\]\.podPort/,
+      /network\.forward\[1\]\.podPort: [^;]*port 80 is forwarded twice/,
     );
     assert.throws(() => parseConfig({ network: { forward: [{ podPort: 80, hostPort: 70000 }] } }), /network\.forward\[0\]\.hostPort/);
   });
