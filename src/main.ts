@@ -3,7 +3,9 @@
 // a fresh start re-observes everything. SIGTERM stops the same way, then releases the lease.
 import { hostname } from 'node:os';
 import { isDeepStrictEqual } from 'node:util';
-import { CoreV1Api, KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import type { KubeConfig} from '@kubernetes/client-node';
+import { CoreV1Api, type KubernetesObject } from '@kubernetes/client-node';
+import { PooledKubeConfig } from './kube/kubeconfig.ts';
 import { group, plural, version, type RunpodRun } from './api/runpodrun.ts';
 import { usage } from './config-help.ts';
 import { stopOnSignals } from './shutdown.ts';
@@ -42,7 +44,7 @@ export interface RunningController {
 }
 
 function loadKubeConfig(config: Config): KubeConfig {
-  const kubeConfig = new KubeConfig();
+  const kubeConfig = new PooledKubeConfig();
   if (config.kubeconfig) kubeConfig.loadFromFile(config.kubeconfig);
   else if (process.env.KUBERNETES_SERVICE_HOST) kubeConfig.loadFromCluster();
   else kubeConfig.loadFromDefault();

@@ -1,6 +1,8 @@
 // What the plugin reads and changes in the cluster, with the user's own kubeconfig and RBAC: runs, the
 // run's SSH Secret, a spec field. Refusals are one sentence naming the verb and resource, as kubectl's.
-import { CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy } from '@kubernetes/client-node';
+import type { KubeConfig} from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, PatchStrategy } from '@kubernetes/client-node';
+import { PooledKubeConfig } from '../kube/kubeconfig.ts';
 import { group, plural, version, type RunpodRun } from '../api/runpodrun.ts';
 import { sshSecretKeys, sshSecretName } from '../api/ssh-secret.ts';
 import { statusCodeOf } from '../kube/errors.ts';
@@ -13,7 +15,7 @@ export interface TargetFlags { kubeconfig?: string | undefined; context?: string
 
 /** The user's cluster and namespace: --kubeconfig, else $KUBECONFIG, else ~/.kube/config; --context; -n, else the context's. */
 export function loadTarget(flags: TargetFlags): Target {
-  const kubeConfig = new KubeConfig();
+  const kubeConfig = new PooledKubeConfig();
   try {
     if (flags.kubeconfig) kubeConfig.loadFromFile(flags.kubeconfig);
     else kubeConfig.loadFromDefault();

@@ -13,7 +13,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { PooledKubeConfig } from '../../src/kube/kubeconfig.ts';
 import { z } from 'zod';
 import { startControlPlane, type ControlPlane } from '../envtest/harness.ts';
 import { describeConditions } from './conditions.ts';
@@ -60,7 +61,7 @@ let plane: ControlPlane | undefined;
 let kubeConfig: KubeConfig;
 let kubeconfigPath: string;
 if (options.kubeconfig) {
-  kubeConfig = new KubeConfig();
+  kubeConfig = new PooledKubeConfig();
   kubeConfig.loadFromFile(options.kubeconfig);
   kubeconfigPath = options.kubeconfig;
 } else {

@@ -4,7 +4,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
-import { KubeConfig, type V1ConfigMap, type V1Deployment, type V1EnvVar } from '@kubernetes/client-node';
+import type { KubeConfig} from '@kubernetes/client-node';
+import { type V1ConfigMap, type V1Deployment, type V1EnvVar } from '@kubernetes/client-node';
+import { PooledKubeConfig } from '../../src/kube/kubeconfig.ts';
 import { parseAllDocuments } from 'yaml';
 import { runKubectl } from '../support/kubectl.ts';
 
@@ -73,7 +75,7 @@ export function containerSettings(manifests: Manifest[]): { args: string[]; env:
 export function tokenKubeconfig(admin: KubeConfig, token: string, file: string): string {
   const cluster = admin.getCurrentCluster();
   if (!cluster) throw new Error('the admin kubeconfig has no cluster');
-  const kubeConfig = new KubeConfig();
+  const kubeConfig = new PooledKubeConfig();
   kubeConfig.loadFromOptions({
     clusters: [{ name: 'test', server: cluster.server, caData: cluster.caData, skipTLSVerify: false }],
     users: [{ name: 'service-account', token }],

@@ -8,7 +8,9 @@ import { existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, wri
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiextensionsV1Api, KubeConfig, loadAllYaml, type V1CustomResourceDefinition } from '@kubernetes/client-node';
+import type { KubeConfig} from '@kubernetes/client-node';
+import { ApiextensionsV1Api, loadAllYaml, type V1CustomResourceDefinition } from '@kubernetes/client-node';
+import { PooledKubeConfig } from '../../src/kube/kubeconfig.ts';
 import { Agent, request } from 'undici';
 
 const repoRoot = resolve(import.meta.dirname, '..', '..');
@@ -152,7 +154,7 @@ export function findAssets(): { apiserver: string; etcd: string } {
 }
 
 async function useExistingCluster(crdDir: string): Promise<ControlPlane> {
-  const kubeConfig = new KubeConfig();
+  const kubeConfig = new PooledKubeConfig();
   kubeConfig.loadFromDefault();
   await installCrds(kubeConfig, crdDir);
   const kubeconfigPath = process.env.KUBECONFIG?.split(':')[0] ?? join(homedir(), '.kube', 'config');
@@ -160,7 +162,7 @@ async function useExistingCluster(crdDir: string): Promise<ControlPlane> {
 }
 
 function adminKubeConfig(server: string, caData: string, token: string): KubeConfig {
-  const kubeConfig = new KubeConfig();
+  const kubeConfig = new PooledKubeConfig();
   kubeConfig.loadFromOptions({
     clusters: [{ name: 'envtest', server, caData, skipTLSVerify: false }],
     users: [{ name: 'admin', token }],

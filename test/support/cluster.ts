@@ -3,7 +3,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { PooledKubeConfig } from '../../src/kube/kubeconfig.ts';
 import { startControlPlane } from '../envtest/harness.ts';
 
 export interface TestCluster { kubeConfig: KubeConfig; kubeconfigPath: string }
@@ -19,7 +21,7 @@ export function testCluster(): Promise<TestCluster> {
 async function connect(): Promise<TestCluster> {
   const shared = process.env[testKubeconfigEnv];
   if (shared) {
-    const kubeConfig = new KubeConfig();
+    const kubeConfig = new PooledKubeConfig();
     kubeConfig.loadFromFile(shared);
     return { kubeConfig, kubeconfigPath: shared };
   }
