@@ -52,6 +52,10 @@ VERDICT_BOUND=$(uint_or "${RUNPOD_OPERATOR_VERDICT_BOUND:-}" 300)
 DEADLINE=${RUNPOD_OPERATOR_DEADLINE:-}
 MAX_COST=${RUNPOD_OPERATOR_MAX_COST_USD:-}
 KEEP_ENV=${RUNPOD_OPERATOR_KEEP_POD:-0}
+DEADLINE_BAD=0
+if [ -n "$DEADLINE" ] && ! is_uint "$DEADLINE"; then DEADLINE_BAD=1; fi
+COST_BAD=0
+if [ -n "$MAX_COST" ] && ! is_decimal "$MAX_COST"; then COST_BAD=1; fi
 
 # Two clocks. NOW is the pod's `date`, the clock of the pod's own files (job.ended, job.started, pod).
 # RUNPOD_NOW is Runpod's, NOW plus CLOCK_SKEW, and the rules are judged on it: the deadline (the
@@ -718,35 +722,38 @@ nap() {
   sleep "$s"
 }
 
-now
-START=$NOW
-# The start on Runpod's clock (once the probe taught the skew), for the boot grace.
-START_R=$START
-DEADLINE_BAD=0
-if [ -n "$DEADLINE" ] && ! is_uint "$DEADLINE"; then DEADLINE_BAD=1; fi
-COST_BAD=0
-if [ -n "$MAX_COST" ] && ! is_decimal "$MAX_COST"; then COST_BAD=1; fi
-{ mkdir -p "$POD"; } 2>/dev/null
-
-log "start: pod ${POD_ID:-?} http=${HTTP:-none} run_dir=$RUN_DIR state_dir=$POD deadline=${DEADLINE:-none} max_cost_usd=${MAX_COST:-none} boot_grace=$BOOT_GRACE retrieve_grace=$RETRIEVE_GRACE verdict_bound=$VERDICT_BOUND keep=$KEEP_ENV period=$PERIOD api=$API"
-
-if [ -n "$BOOT_FAILED" ]; then
-  VERDICT="failed: the bootstrap failed: $BOOT_FAILED"
-else
-  probe_config
-fi
-[ -n "$VERDICT" ] && verdict_reached
-
-while :; do
+# The watchdog itself: set up, then one tick per period for as long as the pod lives.
+watch() {
   now
-  # Before this tick's calls: a reading they make is later than NOW, which would look like a clock stepped back.
-  clock_check
-  probe_step
-  price_step
-  observe
-  decide
-  if [ -n "$REASON" ]; then
-    delete_pod "$RULE" "$REASON"
+  START=$NOW
+  # The start on Runpod's clock (once the probe taught the skew), for the boot grace.
+  START_R=$START
+  { mkdir -p "$POD"; } 2>/dev/null
+
+  log "start: pod ${POD_ID:-?} http=${HTTP:-none} run_dir=$RUN_DIR state_dir=$POD deadline=${DEADLINE:-none} max_cost_usd=${MAX_COST:-none} boot_grace=$BOOT_GRACE retrieve_grace=$RETRIEVE_GRACE verdict_bound=$VERDICT_BOUND keep=$KEEP_ENV period=$PERIOD api=$API"
+
+  if [ -n "$BOOT_FAILED" ]; then
+    VERDICT="failed: the bootstrap failed: $BOOT_FAILED"
+  else
+    probe_config
   fi
-  nap
-done
+  [ -n "$VERDICT" ] && verdict_reached
+
+  while :; do
+    now
+    # Before this tick's calls: a reading they make is later than NOW, which would look like a clock stepped back.
+    clock_check
+    probe_step
+    price_step
+    observe
+    decide
+    if [ -n "$REASON" ]; then
+      delete_pod "$RULE" "$REASON"
+    fi
+    nap
+  done
+}
+
+# The rules' tests source this file under the name below: its functions are defined and nothing runs.
+# On the pod it always runs ($0 is runpod-operator-watchdog: bootstrap.sh).
+[ "$0" = runpod-operator-watchdog-rules ] || watch
