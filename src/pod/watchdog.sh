@@ -23,7 +23,6 @@ BOOT_FAILED=${RUNPOD_OPERATOR_BOOT_FAILED:-}
 UA=runpod-operator-watchdog/1
 NL='
 '
-CR=$(printf '\r')
 
 is_uint() {
   case $1 in
@@ -220,22 +219,31 @@ api() {
   ck_after=$(date +%s 2>/dev/null)
   uptime_s
   ck_up_after=$UP
-  # The last header block is the answer's (curl also prints a proxy's or a 100-continue's before it).
-  case $resp in
-    *"$CR$NL$CR$NL"*)
-      API_HEADERS=$(printf '%s' "${resp%"$CR$NL$CR$NL"*}" | tr -d '\r')
-      resp=${resp##*"$CR$NL$CR$NL"}
-      ;;
-  esac
+  API_HEADERS=$(answer_part headers)
   API_RETRY_AFTER=$(printf '%s\n' "$API_HEADERS" | retry_after)
-  code=${resp##*"$NL"}
+  code=$(answer_part code)
   case $code in
     [0-9][0-9][0-9]) API_CODE=$code ;;
   esac
-  API_BODY=${resp%"$NL"*}
+  API_BODY=$(answer_part body)
   [ "$API_CODE" != 000 ] || return 1
   learn_clock "$ck_before" "$ck_after" "$ck_up_before" "$ck_up_after"
   return 0
+}
+
+# One part of the answer in $resp (headers, a blank line, the body, then the status code on a line of
+# its own), each in one pass of awk: GET /pods/{id} carries the pod's env, scripts included (some 60 KB),
+# and a shell pattern over that (${resp##*...}) cost dash seconds of CPU per call. The headers are those
+# before the last blank line (curl also prints a proxy's or a 100-continue's block before the answer's).
+answer_part() {
+  printf '%s\n' "$resp" | awk -v part="$1" '
+    { line[NR] = $0; if ($0 == "\r") sep = NR }
+    END {
+      if (part == "code") { print line[NR]; exit }
+      from = 1; to = sep - 1
+      if (part == "body") { from = sep + 1; to = NR - 1 }
+      for (i = from; i <= to; i++) { l = line[i]; if (part == "headers") sub(/\r$/, "", l); print l }
+    }'
 }
 
 # Why the last call failed, in words (never the key).

@@ -94,3 +94,34 @@ for (const shell of SHELLS) {
     }
   });
 }
+
+/** The parts answer_part takes out of a raw answer ($resp: headers, a blank line, the body, the code), as api() takes them ($(...)). */
+function answerParts(shell: (typeof SHELLS)[number], resp: string): { headers: string; code: string; body: string } {
+  const [command, ...args] = shellArgv(shell);
+  const script = `. '${WATCHDOG}'\nresp=$(cat)\nfor p in headers code body; do v=$(answer_part "$p"); printf '%s\\n--%s--\\n' "$v" "$p"; done`;
+  const result = spawnSync(command ?? 'sh', [...args, '-c', script, 'runpod-operator-watchdog-rules'], { input: resp, encoding: 'utf8', timeout: 10_000 });
+  assert.equal(result.status, 0, result.stderr);
+  const [headers = '', code = '', body = ''] = result.stdout.split(/\n--\w+--\n/);
+  return { headers, code, body };
+}
+
+for (const shell of SHELLS) {
+  describe(`the watchdog's reading of an answer (${shell})`, () => {
+    test('the last header block, the body (blank lines and all) and the status code', () => {
+      const body = '{"id": "abc",\n\n "env": {"K": "v"}}';
+      const resp = `HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nDate: Fri, 04 Dec 2026 17:46:36 GMT\r\nRetry-After: 3\r\n\r\n${body}\n200`;
+      assert.deepEqual(answerParts(shell, resp), {
+        headers: 'HTTP/1.1 100 Continue\n\nHTTP/1.1 200 OK\nDate: Fri, 04 Dec 2026 17:46:36 GMT\nRetry-After: 3',
+        code: '200',
+        body,
+      });
+    });
+    test('no answer at all: no headers, no body, curl\'s 000', () => {
+      assert.deepEqual(answerParts(shell, '\n000'), { headers: '', code: '000', body: '' });
+    });
+    test('a pod\'s 60 KB answer (its env carries the scripts) is read whole', () => {
+      const body = JSON.stringify({ id: 'abc', env: { RUNPOD_OPERATOR_WATCHDOG: 'QUFB'.repeat(15_000) }, costPerHr: 0.69 });
+      assert.deepEqual(answerParts(shell, `HTTP/1.1 200 OK\r\n\r\n${body}\n200`), { headers: 'HTTP/1.1 200 OK', code: '200', body });
+    });
+  });
+}
