@@ -61,8 +61,11 @@ export async function startSimulator(options: StartSimulatorOptions): Promise<Ru
   const host = { config, apiPort: 0, apiSocket, volumesDir: `${socketDir}/volumes`, forwards: forwards.forwards };
   const core = new SimCore(config, options.apiKeys, host, log);
   const handle = requestHandler(core);
-  const tcp = createServer(handle);
-  const unix = createServer(handle);
+  // Idle keep-alive connections are closed after a minute, not node's 5 s: a client that reuses one
+  // just as the server closes it meets a reset (undici's fetch, on a loaded machine), which Runpod's
+  // load balancers, keeping idle connections far longer, do not cause.
+  const tcp = createServer({ keepAliveTimeout: 60_000 }, handle);
+  const unix = createServer({ keepAliveTimeout: 60_000 }, handle);
   let port = 0;
   try {
     tcp.listen(options.port ?? 0, '127.0.0.1');
@@ -176,20 +179,19 @@ async function serveApi(core: SimCore, router: Router<ApiHandler>, req: Incoming
   return done(reply, quota.headers);
 }
 
+let machineChecked = false;
+
+/** Once per process (a test file starts many simulators): one shell names every missing command. */
 function checkMachine(): void {
+  if (machineChecked) return;
   if (process.getuid?.() !== 0) throw new Error('the Runpod simulator runs real pods in their own namespaces and needs root');
-  const missing = REQUIRED_COMMANDS.filter((command) => {
-    try {
-      execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' });
-      return false;
-    } catch {
-      return true;
-    }
-  });
+  const missing = execFileSync('sh', ['-c', 'for c in "$@"; do command -v "$c" >/dev/null || printf "%s\\n" "$c"; done', 'check', ...REQUIRED_COMMANDS], { encoding: 'utf8' })
+    .split('\n').filter((command) => command !== '');
   if (missing.length > 0) throw new Error(`the Runpod simulator needs these commands: ${missing.join(', ')} (Debian: util-linux, iproute2, socat)`);
   // The pods' /workspace is a tmpfs mounted over this directory inside each pod; it must exist on the
   // machine beforehand (creating it inside a pod would create it on the machine anyway).
   if (!existsSync('/workspace')) mkdirSync('/workspace', { mode: 0o755 });
+  machineChecked = true;
 }
 
 /** Removes socket directories left by simulators that died without stopping. */
