@@ -11,9 +11,10 @@
 //              image has one) followed by the words of `args` (argv.ts) as the container's PID 1,
 //              with Runpod's env: no shell is added, as on Runpod. Runs again (new tmpfs, new ports)
 //              when its main process exits.
-//   relays     per connection to a mapped loopback port: nsenter --net into the pod + socat to the
-//              private port; reset at once when nothing listens there (refused, as on Runpod). Not in
-//              the pod's PID namespace, so they are tracked and killed here.
+//   relays     per connection to a mapped loopback port: a connection to the holder's inbound
+//              listener for that private port (socat in the pod, on a Unix socket beside the API's,
+//              forking per connection: no process started here per connection); reset at once when
+//              nothing listens on the private port (refused, as on Runpod). Tracked and cut here.
 //
 // Every link carries a parent-death signal, so if the simulator dies, its pods die with it.
 // SIGKILL to a PID namespace's init ends every process in it; its parent only exits once they are
@@ -21,7 +22,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import net from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { once } from 'node:events';
 import { Transform } from 'node:stream';
 import type { SimConfig } from './config.ts';
@@ -37,6 +38,17 @@ const PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const CONTAINER_SETUP_NAME = 'runpod-container';
 
 const HOLDER_SCRIPT = `set -e
+# Inbound: one listener per mapped TCP port ("<port>=<Unix socket>" in $INBOUND), bound before / goes
+# read-only; the simulator's port relays connect there, and socat forks per connection inside the pod.
+for inbound in $INBOUND; do
+  sock=\${inbound#*=}
+  socat UNIX-LISTEN:"$sock",fork,unlink-early TCP:127.0.0.1:"\${inbound%%=*}" &
+  relay=$!
+  until [ -S "$sock" ]; do
+    if ! kill -0 "$relay" 2>/dev/null; then echo "runpod-sim: cannot listen on $sock" >&2; exit 1; fi
+    sleep 0.02
+  done
+done
 mount --make-rprivate /
 mount -o remount,bind,ro /
 mount -t tmpfs -o mode=0755 tmpfs /workspace
@@ -162,7 +174,8 @@ export class RealPod {
   private container: Container | null = null;
   /** The current port mappings' listeners; kept across a restart in place, replaced otherwise. */
   private lastListeners: Map<number, net.Server> | null = null;
-  private readonly relays = new Set<ChildProcess>();
+  /** Open relays: the connection to the pod's inbound listener, and the client's. */
+  private readonly relays = new Map<net.Socket, net.Socket>();
   private restartTimer: NodeJS.Timeout | null = null;
   private destroyed = false;
   private deletedAtTicks: number | null = null;
@@ -189,7 +202,7 @@ export class RealPod {
       ['--pdeathsig', 'KILL', 'unshare', '--mount', '--net', '--pid', '--uts', '--fork', '--mount-proc', '--kill-child=SIGKILL',
         'sh', '-c', HOLDER_SCRIPT, 'runpod-pod', this.record.id, String(this.ctx.apiPort), this.ctx.apiSocket, ...this.networkVolume(),
         ...forwardWords(this.ctx.forwards)],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH } },
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH, INBOUND: tcpPorts(this.record.spec.ports).map((port) => `${port}=${this.inboundSocket(port)}`).join(' ') } },
     );
     this.holder = holder;
     this.holderExited = exitOf(holder, Infinity);
@@ -403,33 +416,31 @@ export class RealPod {
       socket.resetAndDestroy();
       return;
     }
-    const proc = spawn(
-      'setpriv',
-      ['--pdeathsig', 'KILL', 'nsenter', `--net=/proc/${this.initPid}/ns/net`, 'socat', '-', `TCP:127.0.0.1:${privatePort}`],
-      { stdio: ['pipe', 'pipe', 'ignore'], env: { PATH } },
-    );
-    this.relays.add(proc);
-    proc.on('error', () => {
-      this.relays.delete(proc);
-      socket.destroy();
-    });
-    proc.stdin.on('error', () => undefined);
-    socket.pipe(proc.stdin);
+    const upstream = net.connect(this.inboundSocket(privatePort));
+    this.relays.set(upstream, socket);
+    upstream.on('error', () => socket.destroy());
+    upstream.on('close', () => this.relays.delete(upstream));
+    socket.on('close', () => upstream.destroy());
+    socket.pipe(upstream);
     const pace = this.record.linkBytesPerSecond;
-    (pace === null ? proc.stdout : proc.stdout.pipe(pacedStream(pace))).pipe(socket);
-    proc.on('exit', () => {
-      this.relays.delete(proc);
-      socket.end();
-    });
-    socket.on('close', () => killChild(proc));
+    (pace === null ? upstream : upstream.pipe(pacedStream(pace))).pipe(socket);
   }
 
+  /** The holder's inbound listener for a private port. */
+  private inboundSocket(privatePort: number): string {
+    return join(dirname(this.ctx.apiSocket), `in-${this.record.id}-${privatePort}.sock`);
+  }
+
+  /** Cuts every open connection (the pod vanished, or its container ended). */
   private killRelays(): void {
-    for (const proc of this.relays) killChild(proc);
+    for (const [upstream, socket] of this.relays) {
+      upstream.destroy();
+      socket.destroy();
+    }
   }
 
   private async relaysGone(): Promise<void> {
-    await Promise.all([...this.relays].map((proc) => exitOf(proc)));
+    await Promise.all([...this.relays.keys()].filter((upstream) => !upstream.closed).map((upstream) => once(upstream, 'close')));
   }
 
   private onContainerExit(container: Container, code: number | null, signal: NodeJS.Signals | null): void {
