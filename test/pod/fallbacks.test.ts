@@ -71,7 +71,7 @@ for (const shell of SHELLS) {
         const read = await podState(port, k);
         // Recorded before the stop is tried ("...; stopping the pod"), then with its answer.
         return read.deleteFailed?.detail.includes('stop:') ? read : undefined;
-      }, 40000, 500);
+      }, EVENTUALLY_MS, 500);
       assert.equal(state.deleteFailed?.rule, 'deadline');
       assert.ok((state.deleteFailed?.at ?? 0) >= deadline);
       assert.equal(state.deleteFailed?.detail, 'DELETE: HTTP 403; terminate: HTTP 403; stop: HTTP 403');

@@ -4,7 +4,7 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FAKE_POD_ID, deletes, pathLacking, podBody, podReads, removeWatchdogDirs, withWatchdog, type Answer } from './fake-api.ts';
-import { SHELLS, waitFor } from './helpers.ts';
+import { EVENTUALLY_MS, SHELLS, waitFor } from './helpers.ts';
 
 after(removeWatchdogDirs);
 
@@ -47,7 +47,7 @@ for (const shell of SHELLS) {
     test('the deadline deletes the pod while the probe is still waiting for its pod to show up', () =>
       withWatchdog(shell, (call) => (call.method === 'DELETE' ? gone : problem(404)),
         { RUNPOD_OPERATOR_VERDICT_BOUND: '120', RUNPOD_OPERATOR_DEADLINE: String(unix() + 2) }, async (watchdog, api) => {
-          await waitFor('the delete', () => deletes(api)[0], 30_000, 100);
+          await waitFor('the delete', () => deletes(api)[0], EVENTUALLY_MS, 100);
           assert.equal(watchdog.verdict(), undefined, 'no verdict yet: the probe goes on beside the rules');
           assert.match(watchdog.log(), /deleting the pod: the deadline passed/);
         }));
