@@ -19,7 +19,8 @@ import { execChecked } from '../src/ssh/exec.ts';
 import { computeManifest, type ManifestFile } from '../src/ssh/manifest.ts';
 import { retrieveDirectory } from '../src/ssh/retrieve.ts';
 import { SftpSession } from '../src/ssh/sftp.ts';
-import { ACCOUNT_KEY, cleanUp, createPod, makeKeys, removeKeys, sshPort, waitFor } from '../test/pod/helpers.ts';
+import { ACCOUNT_KEY, cleanUp, createPod, makeKeys, removeKeys, sshPort } from '../test/pod/helpers.ts';
+import { eventually } from '../test/support/eventually.ts';
 import { startSimulator } from '../test/runpod-sim/server.ts';
 import { startCountingProxy } from '../test/s3/counting-proxy.ts';
 import { startObjectStore } from '../test/s3/seaweedfs.ts';
@@ -91,7 +92,7 @@ try {
   // No job ever starts on this pod: its boot grace must outlast the bench.
   const id = await createPod(sim, { name: 'bench-results-scale', shell: 'dash', keys, input: { bootGraceSeconds: 7200, deadline: Math.floor(Date.now() / 1000) + 7200 } });
   const sshdPort = await sshPort(sim, id);
-  const conn = await waitFor('sshd', () => connectPinned({
+  const conn = await eventually('sshd', () => connectPinned({
     host: '127.0.0.1', port: sshdPort, username: 'root', privateKey: readFileSync(keys.clientKeyPath, 'utf8'), hostPublicKey: keys.hostPublic, readyTimeoutMs: 10_000,
   }).catch(() => undefined), 60_000, 300);
   const counts = countRequests(s3);

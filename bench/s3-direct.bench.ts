@@ -11,7 +11,8 @@ import { SftpSession } from '../src/ssh/index.ts';
 import { connectPinned } from '../src/ssh/connect.ts';
 import { execChecked } from '../src/ssh/exec.ts';
 import { computeManifest } from '../src/ssh/manifest.ts';
-import { ACCOUNT_KEY, cleanUp, createPod, makeKeys, removeKeys, sshPort, waitFor } from '../test/pod/helpers.ts';
+import { ACCOUNT_KEY, cleanUp, createPod, makeKeys, removeKeys, sshPort } from '../test/pod/helpers.ts';
+import { eventually } from '../test/support/eventually.ts';
 import { startSimulator } from '../test/runpod-sim/server.ts';
 import { startObjectStore } from '../test/s3/seaweedfs.ts';
 import { RssSampler } from './support.ts';
@@ -49,7 +50,7 @@ const s3 = store.client();
 try {
   const id = await createPod(sim, { name: 'bench-s3-direct', shell: 'dash', keys });
   const sshdPort = await sshPort(sim, id);
-  const conn = await waitFor('sshd', () => connectPinned({
+  const conn = await eventually('sshd', () => connectPinned({
     host: '127.0.0.1', port: sshdPort, username: 'root', privateKey: readFileSync(keys.clientKeyPath, 'utf8'), hostPublicKey: keys.hostPublic, readyTimeoutMs: 10_000,
   }).catch(() => undefined), 60_000, 300);
   try {

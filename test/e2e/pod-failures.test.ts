@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { injectFault, simPods } from '../runpod-sim/client.ts';
 import { runManifest, withWorld } from '../support/operator.ts';
+import { eventually } from '../support/eventually.ts';
 
 const ended = (run: { status?: { phase?: string } }) => run.status?.phase === 'Succeeded' || run.status?.phase === 'Failed';
 const sleeper = { job: { command: ['sleep', '600'] }, results: { path: 'output' } };
@@ -14,14 +15,6 @@ const sleeper = { job: { command: ['sleep', '600'] }, results: { path: 'output' 
 /** Everything under the results dir that sits in a staging directory (`<uid>.partial-<hex>/…`). */
 const staged = (dir: string): string[] => readdirSync(dir, { recursive: true, withFileTypes: true })
   .map((entry) => join(entry.parentPath, entry.name)).filter((path) => /\.partial-[0-9a-f]{8}(\/|$)/.test(path));
-
-async function waitFor(what: string, check: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 describe('pods that end before their run', { concurrency: true }, () => {
   for (const status of ['EXITED', 'ERROR'] as const) {
@@ -87,7 +80,7 @@ describe('a pod that breaks (ERROR) mid-retrieval, after the job\'s exit was rec
       const running = await world.waitForRun('broken', 'JobRunning', (r) => r.status?.reason === 'JobRunning' || ended(r), 60_000);
       const podId = running.status?.pod?.id ?? '';
       await injectFault(world.sim.adminUrl, { fault: 'slow-link', podId, bytesPerSecond: 64 * 1024 });
-      await waitFor('a partial result staged', () => staged(world.resultsDir).some((path) => path.endsWith('.model.bin.part') && (statSync(path, { throwIfNoEntry: false })?.size ?? 0) > 0), 60_000);
+      await eventually('a partial result staged', () => staged(world.resultsDir).some((path) => path.endsWith('.model.bin.part') && (statSync(path, { throwIfNoEntry: false })?.size ?? 0) > 0), 60_000);
       await injectFault(world.sim.adminUrl, { fault: 'container-exit', podId, status: 'ERROR' });
       const run = await world.waitForRun('broken', 'Failed', ended, 60_000);
       // Lost with its results, within the retrieve grace: no watchdog is blamed.
@@ -95,7 +88,7 @@ describe('a pod that breaks (ERROR) mid-retrieval, after the job\'s exit was rec
       assert.match(run.status?.message ?? '', /went ERROR before the run ended; the job started at \S+ and exited with code 0 at \S+; no results were retrieved/);
       assert.equal(run.status?.pod?.startedAgainAt, undefined);
       // The staging goes in the reconcile that wrote the end, just after that write.
-      await waitFor('no staging left once the run has ended', () => staged(world.resultsDir).length === 0, 15_000);
+      await eventually('no staging left once the run has ended', () => staged(world.resultsDir).length === 0, 15_000);
       await world.waitForRun('broken', 'pod deleted', (r) => r.status?.pod?.state === 'Deleted', 30_000);
       await world.deleteRun('broken');
     }));

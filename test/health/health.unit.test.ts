@@ -7,7 +7,7 @@ import { Controller, type ReconcileContext } from '../../src/kube/controller.ts'
 import { startEndpoint } from '../../src/http/endpoint.ts';
 import { healthRoutes } from '../../src/health/probes.ts';
 import { captureLogger } from '../kube/log-capture.ts';
-import { eventually } from '../kube/helpers.ts';
+import { eventually } from '../support/eventually.ts';
 
 void test('/healthz fails while a worker is stuck past the bound, and passes once it moves again or ends', async () => {
   const { log } = captureLogger();

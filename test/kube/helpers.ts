@@ -1,5 +1,4 @@
 // Shared bits of the API-server tests of src/kube.
-import { setTimeout as delay } from 'node:timers/promises';
 
 export const rpr = { group: 'runpod-operator.dev', version: 'v1alpha1', plural: 'runpodruns' } as const;
 
@@ -27,12 +26,3 @@ export function testRun(namespace: string, name: string, labels?: Record<string,
   };
 }
 
-/** Polls until `check` returns true; fails with `what` after `timeoutMs` (a bound, not a speed claim). */
-export async function eventually(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
-    await delay(25);
-  }
-}

@@ -7,7 +7,7 @@ import { isConflict } from '../../src/kube/errors.ts';
 import { LeaderElector, type LeaderElectorOptions } from '../../src/kube/leader.ts';
 import { createTestNamespace, testCluster } from '../support/cluster.ts';
 import { captureLogger } from './log-capture.ts';
-import { eventually } from './helpers.ts';
+import { eventually } from '../support/eventually.ts';
 
 const timings = { leaseDurationMs: 2000, renewDeadlineMs: 1500, retryPeriodMs: 250 };
 

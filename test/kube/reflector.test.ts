@@ -6,7 +6,8 @@ import { Reflector, keyHandlers, resourcePath, type WatchFn } from '../../src/ku
 import { listPage } from '../../src/kube/list.ts';
 import { createTestNamespace, testCluster } from '../support/cluster.ts';
 import { captureLogger } from './log-capture.ts';
-import { eventually, rpr, testRun } from './helpers.ts';
+import { rpr, testRun } from './helpers.ts';
+import { eventually } from '../support/eventually.ts';
 
 type Obj = KubernetesObject;
 

@@ -11,7 +11,8 @@ import { Reflector, keyHandlers, resourcePath } from '../../src/kube/reflector.t
 import { StatusWriter } from '../../src/kube/status.ts';
 import { createTestNamespace, testCluster } from '../support/cluster.ts';
 import { captureLogger } from './log-capture.ts';
-import { eventually, rpr, testRun, type TestRun } from './helpers.ts';
+import { rpr, testRun, type TestRun } from './helpers.ts';
+import { eventually } from '../support/eventually.ts';
 
 void test('a level-based controller converges, writes status once per change and cleans up on delete', async () => {
   const ns = await createTestNamespace('runtime');

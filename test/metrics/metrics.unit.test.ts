@@ -6,8 +6,8 @@ import { Controller } from '../../src/kube/controller.ts';
 import { startEndpoint } from '../../src/http/endpoint.ts';
 import { OperatorMetrics } from '../../src/metrics/metrics.ts';
 import { captureLogger } from '../kube/log-capture.ts';
-import { eventually } from '../kube/helpers.ts';
 import { sample } from './scrape.ts';
+import { eventually } from '../support/eventually.ts';
 
 void test('/metrics exposes the runtime series under controller-runtime names and ours, and they move', async () => {
   const metrics = new OperatorMetrics();

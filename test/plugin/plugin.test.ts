@@ -14,6 +14,7 @@ import { testCluster } from '../support/cluster.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { hasCondition, runManifest, withWorld } from '../support/operator.ts';
 import { tokenKubeconfig } from '../deploy/render.ts';
+import { eventually } from '../support/eventually.ts';
 
 const bin = new URL('../../bin', import.meta.url).pathname;
 const scratch = mkdtempSync(join(tmpdir(), 'plugin-'));
@@ -33,14 +34,6 @@ async function kubectlRunpod(args: string[], kubeconfig?: string): Promise<Plugi
   return { code, exited: () => exited, stdout: () => stdout, stderr: () => stderr };
 }
 
-const until = async (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> => {
-  const giveUp = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > giveUp) assert.fail(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-};
-
 void test('kubectl runpod: logs -f while the job runs and to its end, ssh into a kept pod, cost, cancel, keep, and the refusals', () =>
   withWorld('plugin', async (world) => {
     const ns = world.namespace;
@@ -51,7 +44,7 @@ void test('kubectl runpod: logs -f while the job runs and to its end, ssh into a
     await world.waitForRun('talker', 'its job running', (run) => hasCondition(run, 'JobStarted'), 120_000);
     const follow = await kubectlRunpod(['logs', '-f', 'talker', '-n', ns]);
     // (A follow that ended early, e.g. refused, ends the wait with what it said.)
-    await until('a line of the running job', () => follow.stdout().includes('line 1') || follow.exited(), 120_000);
+    await eventually('a line of the running job', () => follow.stdout().includes('line 1') || follow.exited(), 120_000);
     assert.match(follow.stdout(), /^line 1\n/, `kubectl runpod logs -f: ${follow.stderr()}`);
     const seenWhile = await world.run('talker');
     assert.equal(seenWhile?.status?.job?.finishedAt, undefined, 'the line came while the job still ran');

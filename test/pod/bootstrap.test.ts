@@ -11,8 +11,9 @@ import { join } from 'node:path';
 import { IMAGE_REQUIREMENTS } from '../../src/pod/protocol.ts';
 import { renderPodArgs, renderPodScriptsEnv } from '../../src/pod/render.ts';
 import { splitArgs } from '../runpod-sim/argv.ts';
-import { SHELLS, run, waitFor } from './helpers.ts';
+import { SHELLS, run } from './helpers.ts';
 import { freePort } from '../envtest/harness.ts';
+import { eventually } from '../support/eventually.ts';
 
 const escaped = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const FAKE_POD_KEY = 'rpo-fake-pod-key-must-never-appear-0123456789';
@@ -35,7 +36,6 @@ async function pathWithout(root: string, lacking: string[]): Promise<string> {
   }
   return bin;
 }
-
 
 interface Booted {
   pod: string;
@@ -104,12 +104,12 @@ for (const shell of SHELLS) {
         const booted = await boot(shell, lacking);
         const { pod } = booted;
         try {
-          await waitFor('the bootstrap verdict', () => (existsSync(join(pod, 'bootstrap')) ? true : undefined));
+          await eventually('the bootstrap verdict', () => (existsSync(join(pod, 'bootstrap')) ? true : undefined));
           assert.equal(readFileSync(join(pod, 'bootstrap'), 'utf8'), `failed: ${reason}\n`);
-          await waitFor('the watchdog verdict', () => (existsSync(join(pod, 'watchdog')) ? true : undefined));
+          await eventually('the watchdog verdict', () => (existsSync(join(pod, 'watchdog')) ? true : undefined));
           assert.equal(readFileSync(join(pod, 'watchdog'), 'utf8'), `failed: the bootstrap failed: ${reason}\n`);
           // At once (no probe, no grace), and again while the API does not answer: never giving up.
-          const log = await waitFor('two delete attempts (one without an HTTP client)', () => {
+          const log = await eventually('two delete attempts (one without an HTTP client)', () => {
             const text = readFileSync(join(pod, 'watchdog.log'), 'utf8');
             const attempts = text.split(`deleting the pod: the bootstrap failed: ${reason}`).length - 1;
             return (http ? attempts >= 2 : text.includes('cannot delete: ')) ? text : undefined;
@@ -121,7 +121,7 @@ for (const shell of SHELLS) {
             assert.match(log, new RegExp(`start: pod testpod123 http=none [^]*cannot delete: the image lacks ${escaped(noHttp)}`));
           }
           // The failed delete is recorded for the controller.
-          const recorded = await waitFor('the recorded delete failure', () => (existsSync(join(pod, 'watchdog.delete')) ? readFileSync(join(pod, 'watchdog.delete'), 'utf8') : undefined));
+          const recorded = await eventually('the recorded delete failure', () => (existsSync(join(pod, 'watchdog.delete')) ? readFileSync(join(pod, 'watchdog.delete'), 'utf8') : undefined));
           assert.match(recorded, http ? /^bootstrap \d+ DELETE: no answer from .*; terminate: no answer from .*\n$/ : /^bootstrap \d+ the image lacks curl/);
           assert.match(readFileSync(join(pod, 'bootstrap.log'), 'utf8'), new RegExp(`FAILED: ${escaped(reason)}`));
           assert.match(booted.output(), new RegExp(`watchdog: deleting the pod: the bootstrap failed: ${escaped(reason)}`), 'the log also goes to stdout');
@@ -138,10 +138,10 @@ for (const shell of SHELLS) {
       const booted = await boot(shell, ['base64']);
       const { pod } = booted;
       try {
-        await waitFor('the bootstrap verdict', () => (existsSync(join(pod, 'bootstrap')) ? true : undefined));
+        await eventually('the bootstrap verdict', () => (existsSync(join(pod, 'bootstrap')) ? true : undefined));
         assert.equal(readFileSync(join(pod, 'bootstrap'), 'utf8'), 'failed: the image lacks: base64\n');
         // curl's own complaint: the API (nothing listens there) was called.
-        await waitFor('the delete attempt', () => (/curl: \(7\)/.test(booted.output()) ? true : undefined));
+        await eventually('the delete attempt', () => (/curl: \(7\)/.test(booted.output()) ? true : undefined));
         assert.match(booted.output(), /runpod-operator bootstrap: FAILED: the image lacks: base64; deleting the pod/);
         assert.ok(!booted.output().includes(FAKE_POD_KEY), 'the pod key is never logged');
       } finally {

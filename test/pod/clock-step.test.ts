@@ -8,7 +8,8 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deletes, podBody, removeWatchdogDirs, withWatchdog, type Answer } from './fake-api.ts';
-import { EVENTUALLY_MS, SHELLS, waitFor } from './helpers.ts';
+import { SHELLS } from './helpers.ts';
+import { eventually, EVENTUALLY_MS } from '../support/eventually.ts';
 
 const TWO_HOURS = 7200;
 const unix = (): number => Math.floor(Date.now() / 1000);
@@ -49,7 +50,7 @@ for (const shell of SHELLS) {
         if (nth === 0) clock.step(-TWO_HOURS);
         return ok();
       }, { PATH: clock.path, RUNPOD_OPERATOR_DEADLINE: String(deadline), RUNPOD_OPERATOR_VERDICT_BOUND: '120' }, async (watchdog, api) => {
-        const deleted = await waitFor('the delete', () => deletes(api)[0], EVENTUALLY_MS, 100);
+        const deleted = await eventually('the delete', () => deletes(api)[0], EVENTUALLY_MS, 100);
         assert.ok(deleted.at >= deadline * 1000, `deleted ${deadline * 1000 - deleted.at} ms before its deadline:\n${watchdog.log()}`);
         assert.match(watchdog.log(), /deleting the pod: the deadline passed/);
         assert.match(watchdog.log(), /the pod's clock stepped by -7[12]\d\d s/);
@@ -62,7 +63,7 @@ for (const shell of SHELLS) {
         if (nth === 0) clock.step(-TWO_HOURS);
         return nth === 0 ? lagging : ok();
       }, { PATH: clock.path, RUNPOD_OPERATOR_VERDICT_BOUND: '120' }, async (watchdog) => {
-        const verdict = await waitFor('the verdict', () => watchdog.verdict(), 15_000, 100).catch(() => watchdog.log());
+        const verdict = await eventually('the verdict', () => watchdog.verdict(), 15_000, 100).catch(() => watchdog.log());
         assert.equal(verdict, 'ok', watchdog.log());
       });
     });
@@ -76,7 +77,7 @@ for (const shell of SHELLS) {
         if (nth === 1) clock.step(TWO_HOURS);
         return nth < 2 ? lagging : ok();
       }, { PATH: clock.path, RUNPOD_OPERATOR_BOOT_GRACE: String(bootGrace), RUNPOD_OPERATOR_VERDICT_BOUND: '120' }, async (watchdog, api) => {
-        const deleted = await waitFor('the delete', () => deletes(api)[0], EVENTUALLY_MS, 100);
+        const deleted = await eventually('the delete', () => deletes(api)[0], EVENTUALLY_MS, 100);
         // The watchdog counts whole seconds from its start: up to 1 s before `started` + the grace.
         assert.ok(deleted.at >= started + (bootGrace - 1) * 1000, `deleted ${deleted.at - started} ms after the start, the grace is ${bootGrace} s:\n${watchdog.log()}`);
         assert.match(watchdog.log(), /deleting the pod: no job started within 8 s/);

@@ -8,7 +8,8 @@ import { injectFault, simPodLogs } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator, type SimConfigInput } from '../runpod-sim/server.ts';
 import { parseStartOutput, startJobCommand } from '../../src/pod/job.ts';
 import { parsePodState, podStateCommand } from '../../src/pod/state.ts';
-import { ACCOUNT_KEY, EVENTUALLY_MS, SHELLS, cleanUp, createPod, keys, simPod, ssh, sshPort, waitDeleted, waitFor, type PodOptions } from './helpers.ts';
+import { ACCOUNT_KEY, SHELLS, cleanUp, createPod, keys, simPod, ssh, sshPort, waitDeleted, type PodOptions } from './helpers.ts';
+import { eventually, EVENTUALLY_MS } from '../support/eventually.ts';
 
 const unix = (): number => Math.floor(Date.now() / 1000);
 const TWO_HOURS = 7200;
@@ -81,7 +82,7 @@ for (const shell of SHELLS) {
       const deadline = unix() + 20;
       const id = await createPod(sim, { name: name('step'), shell, keys: k, input: { deadline } });
       const port = await sshPort(sim, id);
-      await waitFor('the watchdog\'s verdict', async () => {
+      await eventually('the watchdog\'s verdict', async () => {
         const read = await ssh(port, k, podStateCommand());
         return read.code === 0 && parsePodState(read.stdout).watchdog.status === 'ok' ? true : undefined;
       }, EVENTUALLY_MS, 300);
@@ -98,17 +99,17 @@ describe('the retrieve grace across a step of the pod\'s clock', () => {
     const k = await keys();
     const id = await createPod(sim, { name: 'grace-step', shell: 'dash', keys: k, input: { retrieveGraceSeconds: 15, deadline: unix() + 86_400 } });
     const port = await sshPort(sim, id);
-    await waitFor('the watchdog\'s verdict', async () => {
+    await eventually('the watchdog\'s verdict', async () => {
       const read = await ssh(port, k, podStateCommand());
       return read.code === 0 && parsePodState(read.stdout).watchdog.status === 'ok' ? true : undefined;
     }, EVENTUALLY_MS, 300);
     assert.equal(parseStartOutput((await ssh(port, k, startJobCommand({ command: ['true'], shell: 'dash' }))).stdout).outcome, 'started');
-    const endedAt = await waitFor('the job\'s end', async () => {
+    const endedAt = await eventually('the job\'s end', async () => {
       const read = await ssh(port, k, podStateCommand());
       return read.code === 0 ? parsePodState(read.stdout).job.endedAt ?? undefined : undefined;
     }, EVENTUALLY_MS, 300);
     // The watchdog has seen the end (on the clock that was right then) before the clock steps.
-    await waitFor('the watchdog to see the end', async () => (/watchdog: the job ended with exit code 0/.test(await simPodLogs(sim.adminUrl, id)) ? true : undefined), EVENTUALLY_MS, 300);
+    await eventually('the watchdog to see the end', async () => (/watchdog: the job ended with exit code 0/.test(await simPodLogs(sim.adminUrl, id)) ? true : undefined), EVENTUALLY_MS, 300);
     await injectFault(sim.adminUrl, { fault: 'clock-skew', podId: id, offsetSeconds: TWO_HOURS });
     const pod = await waitDeleted(sim, id);
     const logs = await simPodLogs(sim.adminUrl, id);

@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { parsePodState, podStateCommand, type PodState } from '../../src/pod/state.ts';
 import { simPodLogs, simPods } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator, type SimConfigInput } from '../runpod-sim/server.ts';
-import { ACCOUNT_KEY, EVENTUALLY_MS, SHELLS, cleanUp, createPod, keys, simPod, sshPort, sshWhenUp, waitDeleted, waitFor, type Keys } from './helpers.ts';
+import { ACCOUNT_KEY, SHELLS, cleanUp, createPod, keys, simPod, sshPort, sshWhenUp, waitDeleted, type Keys } from './helpers.ts';
+import { eventually, EVENTUALLY_MS } from '../support/eventually.ts';
 
 const unix = (): number => Math.floor(Date.now() / 1000);
 
@@ -51,7 +52,7 @@ for (const shell of SHELLS) {
       // The probe proves only that the key reads its pod: a delete cannot be tried without deleting.
       // Its verdict is read from the pod's log, which outlives the stop: a pod that boots slowly under
       // load may meet its 10 s deadline before an SSH read of the state could be made.
-      const stopped = await waitFor('the pod to be stopped', async () => {
+      const stopped = await eventually('the pod to be stopped', async () => {
         const pod = await simPod(sim, id);
         return pod.status === 'EXITED' ? pod : undefined;
       }, EVENTUALLY_MS, 300);
@@ -67,7 +68,7 @@ for (const shell of SHELLS) {
       const deadline = unix() + 10;
       const id = await createPod(sim, { name: name(`nothing-${client}`), shell, keys: k, image, input: { deadline } });
       const port = await sshPort(sim, id);
-      const state = await waitFor('the recorded failure', async () => {
+      const state = await eventually('the recorded failure', async () => {
         const read = await podState(port, k);
         // Recorded before the stop is tried ("...; stopping the pod"), then with its answer.
         return read.deleteFailed?.detail.includes('stop:') ? read : undefined;
@@ -92,7 +93,7 @@ for (const shell of SHELLS) {
       const k = await keys();
       const id = await createPod(sim, { name: name('lagging-get'), shell, keys: k, input: { verdictBoundSeconds: 60 } });
       const port = await sshPort(sim, id, 60_000);
-      const state = await waitFor('the watchdog\'s verdict', async () => {
+      const state = await eventually('the watchdog\'s verdict', async () => {
         const read = await podState(port, k);
         return read.watchdog.status !== 'pending' ? read : undefined;
       }, 60_000, 500);
@@ -126,7 +127,7 @@ for (const shell of SHELLS) {
       const id = await createPod(sim, { name: name('nohttp'), shell, keys: k, image: 'no-http', input: { bootGraceSeconds: 2 } });
       const port = await sshPort(sim, id);
       const reason = 'the image lacks curl (or python3, or GNU wget): the watchdog cannot call Runpod';
-      const state = await waitFor('the verdicts', async () => {
+      const state = await eventually('the verdicts', async () => {
         const read = await podState(port, k);
         return read.bootstrap.status !== 'pending' && read.watchdog.status !== 'pending' && read.deleteFailed ? read : undefined;
       }, EVENTUALLY_MS, 300);

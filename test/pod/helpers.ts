@@ -10,6 +10,7 @@ import { DEFAULT_RUN_DIR, DEFAULT_STATE_DIR } from '../../src/pod/protocol.ts';
 import { renderPodArgs, renderPodEnv, type PodEnvInput } from '../../src/pod/render.ts';
 import { assertNoLeaks, simPodLogs, simPods, type SimPod } from '../runpod-sim/client.ts';
 import type { RunningSimulator } from '../runpod-sim/server.ts';
+import { eventually, EVENTUALLY_MS } from '../support/eventually.ts';
 
 /** The shells every pod-side script is tested under. */
 export const SHELLS: PodShell[] = ['dash', 'bash --posix'];
@@ -48,24 +49,6 @@ export function run(argv: string[], options: { env?: NodeJS.ProcessEnv; cwd?: st
 /** Runs a command string under one of the pod shells, as a login shell over SSH would. */
 export function runShell(shell: PodShell, command: string, options: { env?: NodeJS.ProcessEnv; cwd?: string; stdin?: string } = {}): Promise<RunResult> {
   return run([...shellArgv(shell), '-c', command], options);
-}
-
-/**
- * How long a pod test waits for what load makes slow (a pod's boot, its verdicts, a deletion): the
- * simulator answers pods from the test's own process, which shares this machine's two cores with the
- * whole suite, and a first answer has taken 26 s under make test. Long enough that load fails no test;
- * a real hang still does.
- */
-export const EVENTUALLY_MS = 60_000;
-
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = EVENTUALLY_MS, everyMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
 }
 
 export interface Keys {
@@ -128,7 +111,7 @@ export async function ssh(port: number, keys: Keys, command: string, options: { 
  * on Runpod, so the first connections may be refused or reset (ssh's own exit code 255) for a while.
  */
 export async function sshWhenUp(port: number, keys: Keys, command: string, timeoutMs = EVENTUALLY_MS): Promise<RunResult> {
-  return waitFor(`sshd on port ${port}`, async () => {
+  return eventually(`sshd on port ${port}`, async () => {
     const result = await ssh(port, keys, command);
     return result.code === 255 ? undefined : result;
   }, timeoutMs, 300);
@@ -196,7 +179,7 @@ export async function createPod(sim: RunningSimulator, options: PodOptions): Pro
 
 /** The pod's mapped SSH port once the simulator reports ssh.direct. */
 export async function sshPort(sim: RunningSimulator, id: string, timeoutMs = EVENTUALLY_MS): Promise<number> {
-  return waitFor(`ssh.direct of ${id}`, async () => {
+  return eventually(`ssh.direct of ${id}`, async () => {
     const response = await fetch(`${sim.baseUrl}/pods/${id}`, { headers: { Authorization: `Bearer ${ACCOUNT_KEY}` } });
     if (response.status !== 200) {
       await response.body?.cancel();
@@ -215,7 +198,7 @@ export async function simPod(sim: RunningSimulator, id: string): Promise<SimPod>
 
 export async function waitDeleted(sim: RunningSimulator, id: string, timeoutMs = EVENTUALLY_MS): Promise<SimPod> {
   try {
-    return await waitFor(`pod ${id} to be deleted`, async () => {
+    return await eventually(`pod ${id} to be deleted`, async () => {
       const pod = await simPod(sim, id);
       return pod.deletedAt === null ? undefined : pod;
     }, timeoutMs, 200);

@@ -10,7 +10,8 @@ import {
   renewRetrieveGraceCommand, setKeepCommand, startJobCommand, writeJobEnvCommand,
 } from '../../src/pod/job.ts';
 import { parsePodState, podStateCommand, type PodState } from '../../src/pod/state.ts';
-import { SHELLS, runShell, waitFor } from './helpers.ts';
+import { SHELLS, runShell } from './helpers.ts';
+import { eventually } from '../support/eventually.ts';
 
 const HOSTILE = [
   'two words',
@@ -57,7 +58,7 @@ for (const shell of SHELLS) {
       return parsePodState(result.stdout);
     };
     const ended = (dir: string): Promise<PodState> =>
-      waitFor('the job to end', async () => {
+      eventually('the job to end', async () => {
         const current = await state(dir);
         return current.job.status === 'exited' ? current : undefined;
       });
@@ -137,7 +138,7 @@ for (const shell of SHELLS) {
       const dir = runDir();
       const command = ['sh', '-c', 'sleep 300 & echo child $! > child.pid; wait'];
       await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), command, shell }));
-      await waitFor('the job to run', async () => ((await state(dir)).job.status === 'running' && existsSync(join(dir, 'child.pid')) ? true : undefined));
+      await eventually('the job to run', async () => ((await state(dir)).job.status === 'running' && existsSync(join(dir, 'child.pid')) ? true : undefined));
       const child = Number(readFileSync(join(dir, 'child.pid'), 'utf8').split(' ')[1]);
       const cancelled = await runShell(shell, cancelJobCommand({ stateDir: stateOf(dir), graceSeconds: 10, shell }));
       assert.deepEqual(parseCancelOutput(cancelled.stdout), { outcome: 'cancelling' });
@@ -146,7 +147,7 @@ for (const shell of SHELLS) {
       const done = await ended(dir);
       assert.equal(done.job.exitCode, 143);
       assert.equal(done.job.cancelled, true);
-      await waitFor('the child to go', () => (isAlive(child) ? undefined : true));
+      await eventually('the child to go', () => (isAlive(child) ? undefined : true));
       assert.match(done.logTail, /SIGTERM to the job/);
       assert.deepEqual(parseCancelOutput((await runShell(shell, cancelJobCommand({ stateDir: stateOf(dir), shell }))).stdout), { outcome: 'ended' });
     });
@@ -155,7 +156,7 @@ for (const shell of SHELLS) {
       const dir = runDir();
       const command = ['sh', '-c', "trap '' TERM; echo ready > ready; while :; do sleep 1; done"];
       await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), command, shell }));
-      await waitFor('the job to run', () => (existsSync(join(dir, 'ready')) ? true : undefined));
+      await eventually('the job to run', () => (existsSync(join(dir, 'ready')) ? true : undefined));
       parseCancelOutput((await runShell(shell, cancelJobCommand({ stateDir: stateOf(dir), graceSeconds: 1, shell }))).stdout);
       const done = await ended(dir);
       assert.equal(done.job.exitCode, 137);

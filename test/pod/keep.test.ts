@@ -8,9 +8,8 @@ import { parsePodState, podStateCommand, type PodState } from '../../src/pod/sta
 import { DEFAULT_STATE_DIR, podPath } from '../../src/pod/protocol.ts';
 import { simPodLogs } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator } from '../runpod-sim/server.ts';
-import {
-  ACCOUNT_KEY, EVENTUALLY_MS, SHELLS, cleanUp, createPod, keys, simPod, ssh, sshPort, waitDeleted, waitFor, type Keys,
-} from './helpers.ts';
+import { ACCOUNT_KEY, SHELLS, cleanUp, createPod, keys, simPod, ssh, sshPort, waitDeleted, type Keys } from './helpers.ts';
+import { eventually, EVENTUALLY_MS } from '../support/eventually.ts';
 
 const SIM_CONFIG = {
   gpuTypes: [{ id: 'NVIDIA A40', displayName: 'A40', memoryInGb: 48, pricePerHour: 0.4, stock: { 'EU-RO-1': 64 } }],
@@ -38,14 +37,14 @@ async function state(port: number, keys: Keys): Promise<PodState | undefined> {
 /** Both verdicts ok, then a job that marks its own pod kept and runs on. */
 async function startSelfKeepingJob(sim: RunningSimulator, keys: Keys, id: string): Promise<number> {
   const port = await sshPort(sim, id);
-  await waitFor('both verdicts', async () => {
+  await eventually('both verdicts', async () => {
     const now = await state(port, keys);
     return now && now.bootstrap.status !== 'pending' && now.watchdog.status !== 'pending' ? now : undefined;
   }, EVENTUALLY_MS, 300);
   const command = ['sh', '-c', `echo 1 > ${podPath(DEFAULT_STATE_DIR, 'keep')}; sleep 600`];
   const started = await ssh(port, keys, startJobCommand({ command, shell: 'dash' }));
   assert.equal(parseStartOutput(started.stdout).outcome, 'started', started.stderr);
-  await waitFor('the job to mark the pod kept', async () => ((await state(port, keys))?.keep === true ? true : undefined), EVENTUALLY_MS, 300);
+  await eventually('the job to mark the pod kept', async () => ((await state(port, keys))?.keep === true ? true : undefined), EVENTUALLY_MS, 300);
   return port;
 }
 

@@ -11,9 +11,8 @@ import { IMAGE_REQUIREMENTS, SSHD_CONFIG_PATH, SSHD_HOST_KEY_PATH } from '../../
 import { injectFault, simPodLogs } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator } from '../runpod-sim/server.ts';
 import { freePort } from '../envtest/harness.ts';
-import {
-  ACCOUNT_KEY, EVENTUALLY_MS, SHELLS, cleanUp, createPod, keys, run, simPod, ssh, sshPort, waitDeleted, waitFor, type Keys,
-} from './helpers.ts';
+import { ACCOUNT_KEY, SHELLS, cleanUp, createPod, keys, run, simPod, ssh, sshPort, waitDeleted, type Keys } from './helpers.ts';
+import { eventually, EVENTUALLY_MS } from '../support/eventually.ts';
 
 /** Images with an NGC-style ENTRYPOINT (its setup, then `exec "$@"`); any other image has none. */
 const IMAGES = {
@@ -49,14 +48,13 @@ async function podState(port: number, keys: Keys): Promise<PodState> {
  * our sshd listens (as on Runpod): until it does, connections are refused or meet the image's sshd.
  */
 async function verdicts(port: number, keys: Keys): Promise<PodState> {
-  return waitFor('the bootstrap and watchdog verdicts', async () => {
+  return eventually('the bootstrap and watchdog verdicts', async () => {
     const result = await ssh(port, keys, podStateCommand());
     if (result.code !== 0) return undefined;
     const state = parsePodState(result.stdout);
     return state.bootstrap.status !== 'pending' && state.watchdog.status !== 'pending' ? state : undefined;
   }, EVENTUALLY_MS, 300);
 }
-
 
 /** A deletion by the pod itself, for the given reason (the watchdog's log line, in the pod's logs). */
 async function deletedByPod(sim: RunningSimulator, id: string, reason: RegExp, timeoutMs = EVENTUALLY_MS): Promise<number> {
@@ -87,7 +85,6 @@ async function withPathLacking(lacking: string[], body: (bin: string) => Promise
     rmSync(root, { recursive: true, force: true });
   }
 }
-
 
 /**
  * Each test has a simulator of its own (tests run concurrently, and faults are simulator-wide) and
@@ -208,7 +205,7 @@ for (const shell of SHELLS) {
       const command = ['sh', '-c', 'echo "pod=$RUNPOD_POD_ID key=${RUNPOD_API_KEY:-none} cwd=$(pwd)"; exit 3'];
       const started = await ssh(port, k, startJobCommand({ runDir, command, shell }));
       assert.equal(parseStartOutput(started.stdout).outcome, 'started', started.stderr);
-      const done = await waitFor('the job to end', async () => {
+      const done = await eventually('the job to end', async () => {
         const state = await podState(port, k);
         return state.job.status === 'exited' ? state : undefined;
       }, EVENTUALLY_MS, 300);
@@ -274,7 +271,7 @@ for (const shell of SHELLS) {
       const id = await createPod(sim, { name: name('ownsshd'), shell, keys: k, image: IMAGES.ownSshd });
       const port = await sshPort(sim, id);
       // The image's sshd answers first, with a key of its own: the pinned check refuses it.
-      const foreign = await waitFor('the image\'s sshd', async () => {
+      const foreign = await eventually('the image\'s sshd', async () => {
         const tried = await ssh(port, k, 'true');
         return /Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED/.test(tried.stderr) ? tried : undefined;
       }, EVENTUALLY_MS, 200);
@@ -311,7 +308,7 @@ for (const shell of SHELLS) {
       const port = await sshPort(sim, id);
       await verdicts(port, k);
       assert.equal(parseStartOutput((await ssh(port, k, startJobCommand({ command: ['sleep', '600'], shell }))).stdout).outcome, 'started');
-      await waitFor('the job to run', async () => ((await podState(port, k)).job.status === 'running' ? true : undefined), EVENTUALLY_MS, 300);
+      await eventually('the job to run', async () => ((await podState(port, k)).job.status === 'running' ? true : undefined), EVENTUALLY_MS, 300);
       const restarted = await fetch(`${sim.baseUrl}/pods/${id}/action`, {
         method: 'POST',
         headers: { Authorization: `Bearer ${ACCOUNT_KEY}`, 'Content-Type': 'application/json' },

@@ -7,13 +7,14 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { POD_FILES } from '../../src/pod/protocol.ts';
 import { deletes, podBody, podReads, removeWatchdogDirs, stateDir, withWatchdog, type Answer, type Call, type FakeApi } from './fake-api.ts';
-import { EVENTUALLY_MS, SHELLS, waitFor } from './helpers.ts';
+import { SHELLS } from './helpers.ts';
+import { eventually, EVENTUALLY_MS } from '../support/eventually.ts';
 
 after(removeWatchdogDirs);
 
 const unix = (): number => Math.floor(Date.now() / 1000);
 const hourAgo = (): string => new Date(Date.now() - 3600_000).toISOString();
-const deleted = (api: FakeApi): Promise<Call> => waitFor('the watchdog\'s delete', () => deletes(api)[0], EVENTUALLY_MS, 100);
+const deleted = (api: FakeApi): Promise<Call> => eventually('the watchdog\'s delete', () => deletes(api)[0], EVENTUALLY_MS, 100);
 
 /** A state directory whose job is running (its supervisor: this test process) since `startedAt`. */
 function withRunningJob(startedAt = unix()): string {
@@ -58,10 +59,10 @@ for (const shell of SHELLS) {
 
     test('without a cost cap, an unknown price is not read again', () =>
       withWatchdog(shell, (): Answer => ({ status: 200, body: podBody({ cost: 0 }) }), {}, async (watchdog, api) => {
-        await waitFor('the verdict', () => watchdog.verdict(), EVENTUALLY_MS, 100);
+        await eventually('the verdict', () => watchdog.verdict(), EVENTUALLY_MS, 100);
         // Three periods on: still the probe's one read.
         const at = Date.now();
-        await waitFor('three periods', () => (Date.now() - at > 3000 ? true : undefined), 10_000, 200);
+        await eventually('three periods', () => (Date.now() - at > 3000 ? true : undefined), 10_000, 200);
         assert.equal(podReads(api).length, 1);
       }));
 

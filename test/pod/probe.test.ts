@@ -4,7 +4,8 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FAKE_POD_ID, deletes, pathLacking, podBody, podReads, removeWatchdogDirs, withWatchdog, type Answer } from './fake-api.ts';
-import { EVENTUALLY_MS, SHELLS, waitFor } from './helpers.ts';
+import { SHELLS } from './helpers.ts';
+import { eventually, EVENTUALLY_MS } from '../support/eventually.ts';
 
 after(removeWatchdogDirs);
 
@@ -12,7 +13,7 @@ const gone: Answer = { status: 204 };
 const ok = (): Answer => ({ status: 200, body: podBody() });
 const problem = (status: number, headers: Record<string, string> = {}): Answer => ({ status, body: { status, title: 'x', detail: 'x' }, headers });
 const verdictOf = (watchdog: { verdict(): string | undefined }): Promise<string> =>
-  waitFor('the watchdog\'s verdict', () => watchdog.verdict(), 60_000, 100);
+  eventually('the watchdog\'s verdict', () => watchdog.verdict(), 60_000, 100);
 const unix = (): number => Math.floor(Date.now() / 1000);
 
 for (const shell of SHELLS) {
@@ -49,7 +50,7 @@ for (const shell of SHELLS) {
     test('the deadline deletes the pod while the probe is still waiting for its pod to show up', () =>
       withWatchdog(shell, (call) => (call.method === 'DELETE' ? gone : problem(404)),
         { RUNPOD_OPERATOR_VERDICT_BOUND: '120', RUNPOD_OPERATOR_DEADLINE: String(unix() + 2) }, async (watchdog, api) => {
-          await waitFor('the delete', () => deletes(api)[0], EVENTUALLY_MS, 100);
+          await eventually('the delete', () => deletes(api)[0], EVENTUALLY_MS, 100);
           assert.equal(watchdog.verdict(), undefined, 'no verdict yet: the probe goes on beside the rules');
           assert.match(watchdog.log(), /deleting the pod: the deadline passed/);
         }));

@@ -8,7 +8,8 @@ import { stateDirOf } from '../../src/pod/protocol.ts';
 import { markRetrievedCommand, parseAck, parseStartOutput, setKeepCommand, startJobCommand, writeJobEnvCommand } from '../../src/pod/job.ts';
 import { parsePodState, podStateCommand } from '../../src/pod/state.ts';
 import { startSimulator, type RunningSimulator } from '../runpod-sim/server.ts';
-import { ACCOUNT_KEY, EVENTUALLY_MS, cleanUp, createPod, makeKeys, removeKeys, simPod, ssh, sshPort, sshWhenUp, waitDeleted, waitFor, type Keys } from './helpers.ts';
+import { ACCOUNT_KEY, cleanUp, createPod, makeKeys, removeKeys, simPod, ssh, sshPort, sshWhenUp, waitDeleted, type Keys } from './helpers.ts';
+import { eventually, EVENTUALLY_MS } from '../support/eventually.ts';
 
 const SIM_CONFIG = {
   gpuTypes: [{ id: 'NVIDIA A40', displayName: 'A40', memoryInGb: 48, pricePerHour: 0.4, stock: { 'EU-RO-1': 64 } }],
@@ -92,11 +93,11 @@ describe('runs sharing a network volume', () => {
     const portSecond = await sshPort(sim, second);
     await sshWhenUp(portSecond, keys, 'true');
     const stateOf = async (port: number) => parsePodState((await ssh(port, keys, podStateCommand({ stateDir: stateDirOf(runD) }))).stdout);
-    await waitFor('the second pod\'s watchdog verdict', async () => ((await stateOf(portSecond)).watchdog.status === 'ok' ? true : undefined), EVENTUALLY_MS, 300);
+    await eventually('the second pod\'s watchdog verdict', async () => ((await stateOf(portSecond)).watchdog.status === 'ok' ? true : undefined), EVENTUALLY_MS, 300);
 
     // The first pod's job ends, its keep flag is set off, and its results are marked retrieved.
     assert.equal((await ssh(portFirst, keys, `touch ${dir}/go`)).code, 0);
-    const ended = await waitFor('the first pod\'s job to end', async () => {
+    const ended = await eventually('the first pod\'s job to end', async () => {
       const state = await stateOf(portFirst);
       return state.job.status === 'exited' ? state : undefined;
     }, EVENTUALLY_MS, 300);

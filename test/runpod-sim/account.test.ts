@@ -4,7 +4,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { assertNoLeaks, simPods } from './client.ts';
 import { startSimulator, type RunningSimulator } from './server.ts';
-import { call, field, waitFor } from './testkit.ts';
+import { call, field } from './testkit.ts';
+import { eventually } from '../support/eventually.ts';
 
 const KEY = 'sim-test-account-key-spend';
 const READ_ONLY = 'sim-test-account-key-read-only';
@@ -93,7 +94,7 @@ describe('account spend limit and scoped keys', () => {
     const id = String(field(own.body, 'id'));
     assert.equal((await call(sim, 'GET', `/v2/pods/${id}`, { key: KEY })).status, 404);
     assert.equal((await call(sim, 'DELETE', `/v2/pods/${id}`, { key: NO_ACCOUNT })).status, 204);
-    await waitFor('the pod to be gone', async () => ((await simPods(sim.adminUrl)).every((p) => p.deletedAt !== null) ? true : undefined));
+    await eventually('the pod to be gone', async () => ((await simPods(sim.adminUrl)).every((p) => p.deletedAt !== null) ? true : undefined));
     await assertNoLeaks(sim.adminUrl);
   });
 });

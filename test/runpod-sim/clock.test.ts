@@ -5,7 +5,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { assertNoLeaks, injectFault, simPods } from './client.ts';
 import { startSimulator, type RunningSimulator } from './server.ts';
-import { call, field, keyPair, sshConnect, sshdPodBody, sshExec, waitFor, waitForSsh } from './testkit.ts';
+import { call, field, keyPair, sshConnect, sshdPodBody, sshExec, waitForSsh } from './testkit.ts';
+import { eventually } from '../support/eventually.ts';
 
 const KEY = 'sim-test-account-key-clock';
 
@@ -44,7 +45,7 @@ describe('clock-skew', () => {
     assert.equal((await simPods(sim.adminUrl)).find((p) => p.id === id)?.clockOffsetSeconds, -7200);
     // The host's clock, not the container's: a new container starts skewed.
     assert.equal((await call(sim, 'POST', `/v2/pods/${id}/action`, { key: KEY, body: { action: 'restart' } })).status, 200);
-    const restarted = await waitFor('the restarted container\'s sshd', async () => podClock().catch(() => undefined), 20000);
+    const restarted = await eventually('the restarted container\'s sshd', async () => podClock().catch(() => undefined), 20000);
     assert.ok(near(restarted.offset, -7200), `after a restart the pod's clock is ${restarted.offset} s off`);
     const missing = await fetch(`${sim.adminUrl}/faults`, { method: 'POST', body: JSON.stringify({ fault: 'clock-skew', podId: 'nosuchpod', offsetSeconds: 60 }) });
     assert.equal(missing.status, 400);

@@ -9,7 +9,8 @@ import { promisify } from 'node:util';
 import { assertNoLeaks, simPodLogs, simPods } from './client.ts';
 import { parseConfig } from './config.ts';
 import { startSimulator, type RunningSimulator } from './server.ts';
-import { call, field, keyPair, shArgs, sshConnect, sshConnectOnce, sshExec, waitFor, waitForSsh } from './testkit.ts';
+import { call, field, keyPair, shArgs, sshConnect, sshConnectOnce, sshExec, waitForSsh } from './testkit.ts';
+import { eventually } from '../support/eventually.ts';
 
 const KEY = 'sim-test-account-key-command';
 const IMAGES = {
@@ -68,7 +69,7 @@ describe('the container command', () => {
   }
 
   const logsOf = async (id: string, pattern: RegExp): Promise<string> =>
-    waitFor(`${pattern} in the logs of ${id}`, async () => {
+    eventually(`${pattern} in the logs of ${id}`, async () => {
       const logs = await simPodLogs(sim.adminUrl, id);
       return pattern.test(logs) ? logs : undefined;
     });
@@ -78,7 +79,7 @@ describe('the container command', () => {
     const logs = await logsOf(id, /\[a b\]/);
     assert.match(logs, /\[a b\]\[c"d\]\[e f\]\[\$RUNPOD_POD_ID\]\[;\]\[\|\]\[&&\]\[sleep\]\[1000\]/);
     // printf ended, so the container ended and restarts: nothing ran `sleep 1000` as a command.
-    await waitFor('a restart', async () => ((await simPods(sim.adminUrl)).find((p) => p.id === id)?.restarts ?? 0) >= 1 || undefined);
+    await eventually('a restart', async () => ((await simPods(sim.adminUrl)).find((p) => p.id === id)?.restarts ?? 0) >= 1 || undefined);
     await remove(id);
     await assertNoLeaks(sim.adminUrl);
   });
@@ -107,7 +108,7 @@ describe('the container command', () => {
 
   test('args that do not split (an unclosed quote): the container exits at once and restart-loops', async () => {
     const id = await create('unclosed', { args: "sh -c 'sleep 1000" });
-    await waitFor('two restarts', async () => ((await simPods(sim.adminUrl)).find((p) => p.id === id)?.restarts ?? 0) >= 2 || undefined);
+    await eventually('two restarts', async () => ((await simPods(sim.adminUrl)).find((p) => p.id === id)?.restarts ?? 0) >= 2 || undefined);
     const logs = await simPodLogs(sim.adminUrl, id);
     assert.match(logs, /args do not split into words: unclosed single quote at offset 6/);
     assert.equal(field((await call(sim, 'GET', `/v2/pods/${id}`, { key: KEY })).body, 'status'), 'RUNNING');
@@ -117,7 +118,7 @@ describe('the container command', () => {
 
   test('empty args run pods.defaultArgs (the image CMD), split the same way', async () => {
     const id = await create('default', { args: '' });
-    await waitFor('sleep infinity', async () =>
+    await eventually('sleep infinity', async () =>
       (await simPods(sim.adminUrl)).find((p) => p.id === id)?.processes.some((proc) => proc.command === 'sleep infinity') || undefined);
     await remove(id);
     await assertNoLeaks(sim.adminUrl);
@@ -152,7 +153,7 @@ describe('the container command', () => {
     const id = await create('own-sshd', { image: IMAGES.ownSshd, ports: ['22/tcp'], env: { PUBLIC_KEY: client.public }, args: 'sleep infinity' });
     const port = await waitForSsh(sim, KEY, id);
     // ssh-keyscan makes one connection per key type; on a loaded machine one may time out: scan again.
-    const first = await waitFor('the image\'s sshd', async () => {
+    const first = await eventually('the image\'s sshd', async () => {
       const keys = await offeredKeys(port);
       return keys.length >= 2 ? keys : undefined;
     });
@@ -161,7 +162,7 @@ describe('the container command', () => {
     await assert.rejects(sshConnect(port, host, client), /verification failed/i);
     assert.doesNotMatch(await simPodLogs(sim.adminUrl, id), /Accepted|Failed|authenticating user/);
     assert.equal((await call(sim, 'POST', `/v2/pods/${id}/action`, { key: KEY, body: { action: 'restart' } })).status, 200);
-    const second = await waitFor('the sshd of the restarted container', async () => {
+    const second = await eventually('the sshd of the restarted container', async () => {
       const keys = await offeredKeys(await waitForSsh(sim, KEY, id));
       return keys.length >= 2 ? keys : undefined;
     });

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertNoLeaks, injectFault, simPods } from './client.ts';
 import { startSimulator, type RunningSimulator, type SimConfigInput } from './server.ts';
-import { call, field, keyPair, sshdPodBody, waitFor } from './testkit.ts';
+import { call, field, keyPair, sshdPodBody } from './testkit.ts';
+import { eventually } from '../support/eventually.ts';
 
 const KEY = 'sim-test-account-key-lag';
 const a40 = (name: string): Record<string, unknown> => ({ name, image: 'x', gpu: { id: 'NVIDIA A40' } });
@@ -35,7 +36,7 @@ describe('list lag', () => {
       const id = String(field(created.body, 'id'));
       assert.deepEqual(await listedIds(sim), [], 'not listed right after its create');
       assert.equal((await call(sim, 'GET', `/v2/pods/${id}`, { key: KEY })).status, 200, 'GET is not lagging by default');
-      await waitFor('the pod in the list', async () => ((await listedIds(sim)).includes(id) ? true : undefined), 10_000);
+      await eventually('the pod in the list', async () => ((await listedIds(sim)).includes(id) ? true : undefined), 10_000);
 
       assert.equal((await call(sim, 'DELETE', `/v2/pods/${id}`, { key: KEY })).status, 204);
       assert.deepEqual(await listedIds(sim), [id], 'still listed right after its delete');
@@ -44,7 +45,7 @@ describe('list lag', () => {
       assert.equal(field(stale, 'ssh', 'direct'), null);
       assert.equal((await call(sim, 'GET', `/v2/pods/${id}`, { key: KEY })).status, 404);
       assert.equal((await call(sim, 'DELETE', `/v2/pods/${id}`, { key: KEY })).status, 404, 'a second delete finds nothing');
-      await waitFor('the pod gone from the list', async () => ((await listedIds(sim)).length === 0 ? true : undefined), 10_000);
+      await eventually('the pod gone from the list', async () => ((await listedIds(sim)).length === 0 ? true : undefined), 10_000);
     }));
 
   test('with listLag.get, GET lags like the list: 404 for a new pod, the old pod for a deleted one', () =>
@@ -52,10 +53,10 @@ describe('list lag', () => {
       const created = await call(sim, 'POST', '/v2/pods', { key: KEY, body: a40('lagging-get') });
       const id = String(field(created.body, 'id'));
       assert.equal((await call(sim, 'GET', `/v2/pods/${id}`, { key: KEY })).status, 404);
-      await waitFor('GET to find the pod', async () => ((await call(sim, 'GET', `/v2/pods/${id}`, { key: KEY })).status === 200 ? true : undefined), 10_000);
+      await eventually('GET to find the pod', async () => ((await call(sim, 'GET', `/v2/pods/${id}`, { key: KEY })).status === 200 ? true : undefined), 10_000);
       assert.equal((await call(sim, 'DELETE', `/v2/pods/${id}`, { key: KEY })).status, 204);
       assert.equal((await call(sim, 'GET', `/v2/pods/${id}`, { key: KEY })).status, 200, 'a deleted pod still answers during the lag');
-      await waitFor('GET to 404', async () => ((await call(sim, 'GET', `/v2/pods/${id}`, { key: KEY })).status === 404 ? true : undefined), 10_000);
+      await eventually('GET to 404', async () => ((await call(sim, 'GET', `/v2/pods/${id}`, { key: KEY })).status === 404 ? true : undefined), 10_000);
     }));
 });
 
@@ -73,7 +74,7 @@ describe('status flow', () => {
       const id = String(field(created.body, 'id'));
       await sleep(300);
       assert.deepEqual(await statusOf(sim, id), { status: 'RUNNING', direct: null, actions: ['stop', 'restart', 'terminate'] });
-      await waitFor('ssh.direct', async () => ((await statusOf(sim, id)).direct === null ? undefined : true));
+      await eventually('ssh.direct', async () => ((await statusOf(sim, id)).direct === null ? undefined : true));
     }));
 
   test('provisioning-starting-running: PROVISIONING, then STARTING until the port answers, then RUNNING', () =>
@@ -84,14 +85,14 @@ describe('status flow', () => {
       assert.deepEqual(field(created.body, 'actions'), ['stop', 'terminate']);
       assert.equal(field(created.body, 'runtime'), null);
       const id = String(field(created.body, 'id'));
-      const starting = await waitFor('STARTING', async () => {
+      const starting = await eventually('STARTING', async () => {
         const seen = await statusOf(sim, id);
         return seen.status === 'STARTING' ? seen : undefined;
       });
       assert.deepEqual(starting, { status: 'STARTING', direct: null, actions: ['stop', 'terminate'] });
       const restart = await call(sim, 'POST', `/v2/pods/${id}/action`, { key: KEY, body: { action: 'restart' } });
       assert.equal(restart.status, 409, 'restart is not an action of a STARTING pod');
-      const running = await waitFor('RUNNING', async () => {
+      const running = await eventually('RUNNING', async () => {
         const seen = await statusOf(sim, id);
         return seen.status === 'RUNNING' ? seen : undefined;
       });

@@ -8,7 +8,8 @@ import { once } from 'node:events';
 import { assertNoLeaks, simPodLogs } from './client.ts';
 import { parseConfig } from './config.ts';
 import { startSimulator, type RunningSimulator } from './server.ts';
-import { call, field, shArgs, waitFor } from './testkit.ts';
+import { call, field, shArgs } from './testkit.ts';
+import { eventually } from '../support/eventually.ts';
 
 const KEY = 'sim-test-account-key-forward';
 // Below the kernel's ephemeral range, so never the simulator's own (random) port.
@@ -48,7 +49,7 @@ async function runUploader(sim: RunningSimulator, name: string): Promise<{ local
   const created = await call(sim, 'POST', '/v2/pods', { key: KEY, body: uploader(name) });
   assert.equal(created.status, 201);
   const id = String(field(created.body, 'id'));
-  const logs = await waitFor(`the curl of ${name}`, async () => {
+  const logs = await eventually(`the curl of ${name}`, async () => {
     const text = await simPodLogs(sim.adminUrl, id);
     return text.includes('curl exit') ? text : undefined;
   }, 40_000);

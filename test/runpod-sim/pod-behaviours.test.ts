@@ -5,7 +5,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { assertNoLeaks, injectFault, simPodLogs, simPods } from './client.ts';
 import { startSimulator, type RunningSimulator } from './server.ts';
-import { call, field, shArgs, waitFor, waitForSsh } from './testkit.ts';
+import { call, field, shArgs, waitForSsh } from './testkit.ts';
+import { eventually } from '../support/eventually.ts';
 
 const KEY = 'sim-test-account-key-behaviours';
 
@@ -48,7 +49,7 @@ describe('pod behaviours', () => {
     assert.equal(pod.status, 'RUNNING');
     const third = await waitForSsh(sim, KEY, id);
     assert.notEqual(third, first);
-    await waitFor('the restarted container', async () => ((await sleepers(sim, id)) >= 1 ? true : undefined));
+    await eventually('the restarted container', async () => ((await sleepers(sim, id)) >= 1 ? true : undefined));
     assert.equal(await sleepers(sim, id), 1, 'one container runs, not three');
     assert.equal((await call(sim, 'DELETE', `/v2/pods/${id}`, { key: KEY })).status, 204);
     await assertNoLeaks(sim.adminUrl);
@@ -75,7 +76,7 @@ describe('pod behaviours', () => {
       assert.equal(field((await call(sim, 'POST', `/v2/pods/${id}/action`, { key: KEY, body: { action: 'start' } })).body, 'status'), 'RUNNING');
       await waitForSsh(sim, KEY, id);
       // ssh.direct comes with the port assignment, before the container's command has run.
-      await waitFor('the started container', async () => ((await sleepers(sim, id)) === 1 ? true : undefined));
+      await eventually('the started container', async () => ((await sleepers(sim, id)) === 1 ? true : undefined));
       assert.equal((await call(sim, 'DELETE', `/v2/pods/${id}`, { key: KEY })).status, 204);
       await assertNoLeaks(sim.adminUrl);
     });
@@ -93,7 +94,7 @@ describe('pod behaviours', () => {
     ].join('\n');
     const created = await call(sim, 'POST', '/v2/pods', { key: KEY, body: { name: 'undeletable', image: 'x', gpu: { id: 'NVIDIA A40' }, env: { API: sim.baseUrl }, args: shArgs(script) } });
     const id = String(field(created.body, 'id'));
-    const stopped = await waitFor('the pod to stop itself', async () => {
+    const stopped = await eventually('the pod to stop itself', async () => {
       const pod = (await simPods(sim.adminUrl)).find((p) => p.id === id);
       return pod?.status === 'EXITED' ? pod : undefined;
     });
@@ -114,13 +115,13 @@ describe('pod behaviours', () => {
     const full = await call(sim, 'POST', '/v2/pods', { key: KEY, body: { name: 'full', image: 'no-curl:2', gpu: { id: 'NVIDIA A40' }, args: shArgs(probe) } });
     const bareId = String(field(bare.body, 'id'));
     const fullId = String(field(full.body, 'id'));
-    const bareLogs = await waitFor('the probe', async () => ((await simPodLogs(sim.adminUrl, bareId)).includes('has:sh') ? simPodLogs(sim.adminUrl, bareId) : undefined));
-    const fullLogs = await waitFor('the probe', async () => ((await simPodLogs(sim.adminUrl, fullId)).includes('runs:curl') ? simPodLogs(sim.adminUrl, fullId) : undefined));
+    const bareLogs = await eventually('the probe', async () => ((await simPodLogs(sim.adminUrl, bareId)).includes('has:sh') ? simPodLogs(sim.adminUrl, bareId) : undefined));
+    const fullLogs = await eventually('the probe', async () => ((await simPodLogs(sim.adminUrl, fullId)).includes('runs:curl') ? simPodLogs(sim.adminUrl, fullId) : undefined));
     assert.deepEqual(bareLogs.trim().split('\n'), ['lacks:curl', 'lacks:sha256sum', 'has:wget', 'has:sh']);
     assert.deepEqual(fullLogs.trim().split('\n'), ['has:curl', 'has:sha256sum', 'has:wget', 'has:sh', 'listed:curl', 'runs:curl']);
     // After a restart too (a fresh container), and the machine itself is untouched.
     await injectFault(sim.adminUrl, { fault: 'container-exit', podId: bareId });
-    await waitFor('the second probe', async () => ((await simPodLogs(sim.adminUrl, bareId)).split('has:sh').length === 3 ? true : undefined));
+    await eventually('the second probe', async () => ((await simPodLogs(sim.adminUrl, bareId)).split('has:sh').length === 3 ? true : undefined));
     assert.doesNotMatch(await simPodLogs(sim.adminUrl, bareId), /has:curl|listed:curl|runs:curl/);
     assert.equal((await call(sim, 'DELETE', `/v2/pods/${bareId}`, { key: KEY })).status, 204);
     assert.equal((await call(sim, 'DELETE', `/v2/pods/${fullId}`, { key: KEY })).status, 204);

@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { assertNoLeaks, simPodLogs, simPods } from './client.ts';
 import { startSimulator, type RunningSimulator } from './server.ts';
-import { call, envOf, field, keyPair, shArgs, sshConnect, sshdPodBody, sshExec, waitFor, waitForSsh } from './testkit.ts';
+import { call, envOf, field, keyPair, shArgs, sshConnect, sshdPodBody, sshExec, waitForSsh } from './testkit.ts';
+import { eventually } from '../support/eventually.ts';
 
 const KEY = 'sim-test-account-key-pods';
 
@@ -99,7 +100,7 @@ describe('real pods', () => {
     });
     assert.equal(created.status, 201);
     const id = String(field(created.body, 'id'));
-    const pod = await waitFor('the pod to delete itself', async () => (await simPods(sim.adminUrl)).find((p) => p.id === id && p.deletedAt !== null));
+    const pod = await eventually('the pod to delete itself', async () => (await simPods(sim.adminUrl)).find((p) => p.id === id && p.deletedAt !== null));
     assert.equal(pod.deletedBy, 'pod');
     const logs = await simPodLogs(sim.adminUrl, id);
     const env = /env:(.*)/.exec(logs)?.[1]?.split('|') ?? [];
@@ -126,7 +127,7 @@ describe('real pods', () => {
     const args = shArgs('sleep 3001 & (setsid sh -c "sleep 3002 & exec sleep 3003" &) ; nohup sleep 3004 >/dev/null 2>&1 & exec sleep infinity');
     const created = await call(sim, 'POST', '/v2/pods', { key: KEY, body: { name: 'tree', image: 'x', gpu: { id: 'NVIDIA A40' }, args } });
     const id = String(field(created.body, 'id'));
-    const before = await waitFor('the tree to start', async () => {
+    const before = await eventually('the tree to start', async () => {
       const pod = (await simPods(sim.adminUrl)).find((p) => p.id === id);
       return pod && pod.processes.filter((proc) => proc.command.startsWith('sleep 300')).length === 4 ? pod : undefined;
     });
@@ -146,7 +147,7 @@ describe('real pods', () => {
     const args = shArgs('echo run >> /workspace/runs; echo "runs:$(wc -l < /workspace/runs) root:$(ls /root | wc -l) port:$RUNPOD_TCP_PORT_22"; touch /root/stale; sleep 0.2');
     const created = await call(sim, 'POST', '/v2/pods', { key: KEY, body: { name: 'crashloop', image: 'x', gpu: { id: 'NVIDIA A40' }, ports: ['22/tcp'], args } });
     const id = String(field(created.body, 'id'));
-    const pod = await waitFor('two restarts', async () => {
+    const pod = await eventually('two restarts', async () => {
       const found = (await simPods(sim.adminUrl)).find((p) => p.id === id);
       return found && found.restarts >= 2 && /runs:3/.test(await simPodLogs(sim.adminUrl, id)) ? found : undefined;
     });

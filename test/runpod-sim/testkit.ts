@@ -3,6 +3,7 @@ import ssh2 from 'ssh2';
 import { generateKeyPair } from '../../src/ssh/keys.ts';
 import { simPods } from './client.ts';
 import type { RunningSimulator } from './server.ts';
+import { eventually } from '../support/eventually.ts';
 
 export interface ApiResponse {
   status: number;
@@ -83,23 +84,13 @@ export function sshdPodBody(name: string, host: KeyPair, client: KeyPair, extra:
   };
 }
 
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 /**
  * Waits until the pod's ports are assigned (the admin API, which no quota counts: polling the v2 GET
  * every 50 ms would spend the key's 60 calls a minute the test itself needs), then returns the port
  * GET /v2/pods/{id} reports as ssh.direct.
  */
 export async function waitForSsh(sim: RunningSimulator, key: string, podId: string): Promise<number> {
-  await waitFor(`ssh.direct of ${podId}`, async () => ((await simPods(sim.adminUrl)).find((pod) => pod.id === podId)?.ready ? true : undefined));
+  await eventually(`ssh.direct of ${podId}`, async () => ((await simPods(sim.adminUrl)).find((pod) => pod.id === podId)?.ready ? true : undefined));
   const response = await call(sim, 'GET', `/v2/pods/${podId}`, { key });
   const port = field(response.body, 'ssh', 'direct', 'port');
   if (typeof port !== 'number') throw new Error(`pod ${podId} is ready but GET reports no ssh.direct port`);

@@ -11,6 +11,7 @@ import type { CreatePodRequest, Pod } from '../../src/runpod/schemas.ts';
 import { assertNoLeaks, countRequests, injectFault, simPods, simStats } from '../runpod-sim/client.ts';
 import { type RunningSimulator, startSimulator } from '../runpod-sim/server.ts';
 import { capturedLogger } from './fixture-server.ts';
+import { eventually } from '../support/eventually.ts';
 
 const KEY = 'rpa_CONTRACT0TEST0KEY00000000000000000';
 const A40 = 'NVIDIA A40';
@@ -70,16 +71,6 @@ async function clearFaults(): Promise<void> {
   await fetch(`${sim.adminUrl}/faults`, { method: 'DELETE' });
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) assert.fail(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
 before(async () => {
   sim = await startSimulator({ apiKeys: [KEY], config: { rateLimits: { minute: { quota: 1000, seconds: 60 }, hour: { quota: 20_000, seconds: 3600 } } } });
 });
@@ -124,7 +115,7 @@ void describe('every call', () => {
     assert.equal(created.cost, 0.4);
     assert.equal(created.env.RUNPOD_OPERATOR_RUN, req.env.RUNPOD_OPERATOR_RUN);
 
-    const ready = await waitFor('ssh.direct', async () => {
+    const ready = await eventually('ssh.direct', async () => {
       const pod = await c.getPod(created.id);
       return pod.ssh?.direct ? pod : undefined;
     });
@@ -164,7 +155,7 @@ void describe('every call', () => {
     assert.equal(early.status, 'RUNNING');
     assert.equal(early.ssh?.direct, null);
     assert.equal(early.runtime, null);
-    await waitFor('ssh.direct after a slow boot', async () => ((await c.getPod(pod.id)).ssh?.direct ? true : undefined));
+    await eventually('ssh.direct after a slow boot', async () => ((await c.getPod(pod.id)).ssh?.direct ? true : undefined));
     await c.deletePod(pod.id);
     await c.close();
     await assertNoLeaks(sim.adminUrl);

@@ -15,6 +15,7 @@ import { assertNoLeaks, injectFault, simPods } from '../runpod-sim/client.ts';
 import { type RunningSimulator, startSimulator } from '../runpod-sim/server.ts';
 import { CANARY_HEADER, CANARY_POD_ID, type PrismJudge, SPEC_PATH, startPrismJudge, violationsOf } from '../support/prism-judge.ts';
 import { capturedLogger } from './fixture-server.ts';
+import { eventually } from '../support/eventually.ts';
 
 const KEY = 'rpa_JUDGED0CONTRACT0KEY000000000000000';
 const A40 = 'NVIDIA A40';
@@ -44,16 +45,6 @@ async function expectKind(p: Promise<unknown>, kind: RunpodErrorKind, status: nu
   assert.equal(err.kind, kind, err.message);
   assert.equal(err.status, status);
   return err;
-}
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) assert.fail(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
 }
 
 /** A raw request through the judge, marked as a deliberate violation. */
@@ -131,7 +122,7 @@ void describe('every call of the client, judged', () => {
     assert.ok((await c.listDataCenters()).length > 0);
 
     const created = await c.createPod(podRequest(A40, { ports: ['22/tcp'], args: BANNER_ARGS }));
-    await waitFor('ssh.direct', async () => ((await c.getPod(created.id)).ssh?.direct ? true : undefined));
+    await eventually('ssh.direct', async () => ((await c.getPod(created.id)).ssh?.direct ? true : undefined));
     assert.deepEqual((await c.listPods()).map((p) => p.id), [created.id]);
     assert.equal((await c.podAction(created.id, 'stop'))?.status, 'EXITED');
     assert.equal((await c.getPod(created.id)).status, 'EXITED');

@@ -3,13 +3,13 @@
 // place, so no pod of a later page ever looks gone. Its time is when the first page was asked for.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createLogger } from '../../src/log.ts';
 import { createRunpodClient } from '../../src/runpod/client.ts';
 import { PodObserver } from '../../src/runpod/observer.ts';
 import { FakeClock } from './fake-clock.ts';
 import { type FixtureServer, type Received, type Reply, startFixtureServer } from './fixture-server.ts';
 import { runOfPod } from '../../src/run/ownership.ts';
+import { eventually } from '../support/eventually.ts';
 
 const pod = (id: string, run: string) => ({ id, name: id, status: 'RUNNING', env: { RUNPOD_OPERATOR_CLUSTER: 'c', RUNPOD_OPERATOR_RUN: run } });
 const PAGE_1 = { pods: [pod('pod-a', 'uid-a')], pagination: { hasNextPage: true, nextCursor: 'c2' } };
@@ -31,11 +31,6 @@ after(() => server.stop());
 
 const whole = (req: Received): Reply => ({ status: 200, body: req.url.includes('cursor=c2') ? PAGE_2 : PAGE_1 });
 
-async function until(what: string, predicate: () => boolean): Promise<void> {
-  for (let i = 0; i < 500 && !predicate(); i++) await sleep(10);
-  assert.ok(predicate(), `never: ${what}`);
-}
-
 test('a page that fails, or says more follow without a cursor, leaves the last whole snapshot: no pod of a later page looks gone', async () => {
   const clock = new FakeClock();
   const client = createRunpodClient({
@@ -52,7 +47,7 @@ test('a page that fails, or says more follow without a cursor, leaves the last w
     answer = whole;
     const before = Date.now();
     observer.start();
-    await until('the first list is published', () => observer.snapshot !== undefined);
+    await eventually('the first list is published', () => observer.snapshot !== undefined);
     const first = observer.snapshot;
     assert.deepEqual([...(first?.byRun.keys() ?? [])].sort(), ['uid-a', 'uid-b'], 'both pages are in the snapshot');
     const askedAt = firstPageAskedAt.at(-1) ?? 0;
@@ -64,14 +59,14 @@ test('a page that fails, or says more follow without a cursor, leaves the last w
     answer = (req) => (req.url.includes('cursor=') ? { status: 500, body: FAILURE } : whole(req));
     const listed = lists();
     await clock.advance(12_000);
-    await until('the next list ended', () => lists() > listed && (failedLists() > 0 || observer.snapshot !== first));
+    await eventually('the next list ended', () => lists() > listed && (failedLists() > 0 || observer.snapshot !== first));
     assert.equal(observer.snapshot, first, 'the whole snapshot stays');
 
     // The first page says more follow and gives no cursor to follow: no list either.
     answer = () => ({ status: 200, body: { pods: [pod('pod-a', 'uid-a')], pagination: { hasNextPage: true, nextCursor: null } } });
     const tried = failedLists();
     await clock.advance(12_000);
-    await until('the next list ended', () => failedLists() > tried || observer.snapshot !== first);
+    await eventually('the next list ended', () => failedLists() > tried || observer.snapshot !== first);
     assert.equal(observer.snapshot, first, 'a list that cannot be completed is no list');
     assert.deepEqual(observer.snapshot?.byRun.get('uid-b')?.map((p) => p.id), ['pod-b'], 'the pod of page 2 is still seen');
     assert.deepEqual(changes, [['uid-a', 'uid-b']], 'no run was told its pods changed');
@@ -79,7 +74,7 @@ test('a page that fails, or says more follow without a cursor, leaves the last w
     // Whole again, and the second page no longer shows pod-b: now it is gone.
     answer = (req) => ({ status: 200, body: req.url.includes('cursor=c2') ? { ...PAGE_2, pods: [] } : PAGE_1 });
     await clock.advance(12_000);
-    await until('a whole list is published again', () => observer.snapshot !== first);
+    await eventually('a whole list is published again', () => observer.snapshot !== first);
     assert.deepEqual([...(observer.snapshot?.byRun.keys() ?? [])], ['uid-a']);
     assert.deepEqual(changes.at(-1), ['uid-b']);
   } finally {

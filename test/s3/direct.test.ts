@@ -16,9 +16,10 @@ import { execChecked } from '../../src/ssh/exec.ts';
 import { computeManifest, type ManifestFile } from '../../src/ssh/manifest.ts';
 import { shellQuote } from '../../src/ssh/shell.ts';
 import { startSimulator, type RunningSimulator } from '../runpod-sim/server.ts';
-import { ACCOUNT_KEY, cleanUp, createPod, keys, sshPort, waitFor } from '../pod/helpers.ts';
+import { ACCOUNT_KEY, cleanUp, createPod, keys, sshPort } from '../pod/helpers.ts';
 import { startCountingProxy, type CountingProxy } from './counting-proxy.ts';
 import { startObjectStore, type ObjectStore } from './seaweedfs.ts';
+import { eventually } from '../support/eventually.ts';
 
 const BUCKET = 'direct-results';
 const MIB = 1024 * 1024;
@@ -50,7 +51,7 @@ describe('uploadFromPod: the pod uploads its own results with presigned URLs', (
     const k = await keys();
     const id = await createPod(sim, { name: 's3-direct', shell: 'dash', keys: k });
     const sshdPort = await sshPort(sim, id);
-    conn = await waitFor('the pod\'s sshd', () => connectPinned({
+    conn = await eventually('the pod\'s sshd', () => connectPinned({
       host: '127.0.0.1', port: sshdPort, username: 'root', privateKey: readFileSync(k.clientKeyPath, 'utf8'), hostPublicKey: k.hostPublic, readyTimeoutMs: 10_000,
     }).catch(() => undefined), 60_000, 300);
   });

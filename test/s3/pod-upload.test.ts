@@ -8,8 +8,9 @@ import { HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/cli
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { assertNoLeaks, simPodLogs } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator } from '../runpod-sim/server.ts';
-import { call, field, shArgs, waitFor } from '../runpod-sim/testkit.ts';
+import { call, field, shArgs } from '../runpod-sim/testkit.ts';
 import { startObjectStore, type ObjectStore } from './seaweedfs.ts';
+import { eventually } from '../support/eventually.ts';
 
 const KEY = 'sim-test-account-key-s3-pod';
 const BUCKET = 'pod-results';
@@ -57,7 +58,7 @@ describe('a pod uploads to the object store with a presigned PUT', () => {
     });
     assert.equal(created.status, 201);
     const id = String(field(created.body, 'id'));
-    const logs = await waitFor('the uploads', async () => {
+    const logs = await eventually('the uploads', async () => {
       const text = await simPodLogs(sim.adminUrl, id);
       return /^bad /m.test(text) ? text : undefined;
     }, 40_000);

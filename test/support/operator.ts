@@ -5,7 +5,6 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { group, plural, version, type RunpodRun } from '../../src/api/runpodrun.ts';
 import { configSchema } from '../../src/config.ts';
@@ -15,6 +14,7 @@ import type { Timings } from '../../src/run/decide/timings.ts';
 import { assertNoLeaks } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator, type SimConfigInput } from '../runpod-sim/server.ts';
 import { createTestNamespace, testCluster } from './cluster.ts';
+import { eventually, EVENTUALLY_MS } from './eventually.ts';
 import { kubectl } from './kubectl.ts';
 
 export const testApiKey = 'rpa_TESTKEY_DO_NOT_LOG_4f1c9b7e2a6d';
@@ -112,16 +112,17 @@ export async function startWorld(prefix: string, options: WorldOptions = {}): Pr
         return undefined;
       }
     },
-    async waitForRun(name, what, predicate, timeoutMs = 60_000) {
-      const deadline = Date.now() + timeoutMs;
+    async waitForRun(name, what, predicate, timeoutMs = EVENTUALLY_MS) {
       let last: RunpodRun | undefined;
-      while (Date.now() < deadline) {
-        last = await world.run(name);
-        if (last && predicate(last)) return last;
+      try {
         // Twice a second: a handful of tests waiting side by side are not what loads the API server.
-        await sleep(500);
+        return await eventually(`${name} to be ${what}`, async () => {
+          last = await world.run(name);
+          return last && predicate(last) ? last : undefined;
+        }, timeoutMs, 500);
+      } catch (error) {
+        return assert.fail(`${(error as Error).message}; last status: ${JSON.stringify(last?.status)}`);
       }
-      assert.fail(`timed out waiting for ${name} to be ${what}; last status: ${JSON.stringify(last?.status)}`);
     },
     async deleteRun(name) {
       const result = await kubectl(['delete', 'rpr', name, '-n', namespace, '--timeout=60s']);

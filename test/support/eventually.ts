@@ -1,0 +1,46 @@
+// The one way a test waits, with one set of timeouts (as Kueue's test/util/constants.go): `eventually`
+// polls until something holds and hands back what it found; `consistently` fails the moment something
+// stops holding within a span. A timeout is a bound for what load makes slow (a pod booting beside
+// twenty others), never a claim about speed: speed is measured by `npm run bench`.
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/**
+ * How long `eventually` waits by default, for what load makes slow (a pod's boot, its verdicts, a
+ * deletion): the simulator answers from the test's own process, which shares two cores with the whole
+ * suite, and a first answer has taken 26 s under make test. Long enough that load fails no test; a
+ * real hang still does.
+ */
+export const EVENTUALLY_MS = 60_000;
+/** How often it looks by default. */
+export const POLL_MS = 50;
+
+/** Not found yet: `undefined`, `null` or `false`. */
+type NotYet = undefined | null | false;
+
+/**
+ * Polls `probe` every `everyMs` until it returns something other than undefined, null or false, and
+ * returns that; fails naming `what` after `timeoutMs`.
+ */
+export async function eventually<T>(
+  what: string,
+  probe: () => T | NotYet | Promise<T | NotYet>,
+  timeoutMs = EVENTUALLY_MS,
+  everyMs = POLL_MS,
+): Promise<Exclude<T, NotYet>> {
+  const giveUp = Date.now() + timeoutMs;
+  for (;;) {
+    const found = await probe();
+    if (found !== undefined && found !== null && found !== false) return found as Exclude<T, NotYet>;
+    if (Date.now() > giveUp) throw new Error(`gave up waiting for ${what} (${timeoutMs} ms)`);
+    await sleep(everyMs);
+  }
+}
+
+/** Checks `holds` every `everyMs` for `forMs`; fails naming `what` the first time it does not hold. */
+export async function consistently(what: string, holds: () => boolean | Promise<boolean>, forMs: number, everyMs = POLL_MS): Promise<void> {
+  const until = Date.now() + forMs;
+  do {
+    if (!(await holds())) throw new Error(`${what} stopped holding`);
+    await sleep(everyMs);
+  } while (Date.now() < until);
+}
