@@ -15,11 +15,11 @@ import { EntryIndex, KEY } from './redaction-index.ts';
 
 export const REDACTED = '[REDACTED]';
 /** Shorter values are not worth redacting (and would scrub ordinary words); the index needs KEY characters. */
-export const MIN_SECRET_LENGTH = KEY;
+const MIN_SECRET_LENGTH = KEY;
 /** A line of a multi-line value is redacted on its own from this length on. */
-export const MIN_LINE_LENGTH = 12;
+const MIN_LINE_LENGTH = 12;
 /** Lines of one value registered at most (a huge file must not crowd out everything else). */
-export const MAX_LINES_PER_VALUE = 4096;
+const MAX_LINES_PER_VALUE = 4096;
 export const PROCESS_OWNER = 'process';
 
 const ARMOR = /^-----(BEGIN|END) [A-Z0-9 ]+-----$/;
@@ -32,7 +32,7 @@ export interface SecretSetOptions {
 }
 
 /** The forms of a value that are registered: itself, its lines worth redacting, and each one's JSON-escaped text. */
-export function secretForms(value: string): string[] {
+function secretForms(value: string): string[] {
   const forms = new Set<string>();
   const add = (form: string): void => {
     if (form.length < MIN_SECRET_LENGTH) return;

@@ -128,7 +128,7 @@ const limits = z.strictObject({
 }).meta({ description: 'What bounds the pod\'s life and spend.' });
 
 /** Spec fields that may change after creation; every other one is immutable (a re-run is a new object). */
-export const mutableSpecFields = ['keepPod', 'cancel'] as const;
+const mutableSpecFields = ['keepPod', 'cancel'] as const;
 
 /** S3 bucket naming rules (AWS's general purpose buckets; every S3-compatible store accepts these). */
 export const s3BucketName = z.string().min(3).max(63)

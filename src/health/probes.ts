@@ -15,7 +15,7 @@ export interface HealthSources {
 
 export interface Verdict { ok: boolean; text: string }
 
-export function liveness(sources: HealthSources): Verdict {
+function liveness(sources: HealthSources): Verdict {
   const stuck = sources.inFlight().filter((r) => r.idleMs > sources.stuckAfterMs);
   if (stuck.length === 0) return { ok: true, text: 'ok' };
   const worst = stuck[0] as InFlightReconcile;

@@ -10,7 +10,7 @@ import { describeError } from './errors.ts';
 import { TokenBucket } from './rate-limit.ts';
 import { requestOptions } from './request-options.ts';
 
-export const defaultReportingController = 'runpod-operator.dev/controller';
+const defaultReportingController = 'runpod-operator.dev/controller';
 
 /** What an Event is about: any object as read (apiVersion, kind, metadata). */
 export interface Regarding {

@@ -51,7 +51,7 @@ export function keyHandlers(onKey: (key: string) => void): ReflectorHandlers<Kub
   return { onAdd: enqueue, onUpdate: (_old, obj) => enqueue(obj), onDelete: enqueue };
 }
 
-export function dropManagedFields<T extends KubernetesObject>(obj: T): T {
+function dropManagedFields<T extends KubernetesObject>(obj: T): T {
   if (obj.metadata?.managedFields) delete obj.metadata.managedFields;
   return obj;
 }

@@ -68,7 +68,7 @@ export function writeJobEnvCommand(options: { stateDir?: string } = {}): string 
   ].join('\n');
 }
 
-export const startJobOptionsSchema = z.strictObject({
+const startJobOptionsSchema = z.strictObject({
   runDir: runDirSchema,
   stateDir: stateDirSchema,
   /** Exec form, run in the run directory. */
@@ -132,7 +132,7 @@ export function parseStartOutput(stdout: string): StartResult {
   return startLineSchema.parse(taggedLine(stdout, START_TAG).split(' '));
 }
 
-export const cancelJobOptionsSchema = z.strictObject({
+const cancelJobOptionsSchema = z.strictObject({
   stateDir: stateDirSchema,
   /** Seconds between SIGTERM and SIGKILL to the job's process group. */
   graceSeconds: z.number().int().min(0).max(3600).default(10),

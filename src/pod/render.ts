@@ -31,7 +31,7 @@ export function renderPodScriptsEnv(): Record<string, string> {
   return { [POD_ENV.bootstrap]: base64(BOOTSTRAP_SCRIPT), [POD_ENV.watchdog]: base64(WATCHDOG_SCRIPT) };
 }
 
-export const renderArgsOptionsSchema = z.strictObject({
+const renderArgsOptionsSchema = z.strictObject({
   /** The shell that runs both scripts on the pod ("sh" in production; tests also use dash and bash --posix). */
   shell: z.enum(POD_SHELLS).default('sh'),
 });

@@ -11,7 +11,7 @@ export const STATE_TAG = 'runpod-operator-state';
 /** Relative to the pod's state directory, which the command enters first. */
 const F = POD_FILES;
 
-export const stateOptionsSchema = z.strictObject({
+const stateOptionsSchema = z.strictObject({
   stateDir: stateDirSchema,
   /** Bytes of the end of job.log to return. */
   logTailBytes: z.number().int().min(0).max(1024 * 1024).default(4096),

@@ -6,7 +6,7 @@ const MIB = 1024 * 1024;
 export const MAX_PARTS = 10_000;
 export const MIN_PART_BYTES = 5 * MIB;
 export const MAX_PART_BYTES = 5 * 1024 * MIB;
-export const MAX_OBJECT_BYTES = 5 * 1024 * 1024 * MIB;
+const MAX_OBJECT_BYTES = 5 * 1024 * 1024 * MIB;
 /** The streamed path's part: lib-storage's own default, and few in memory at a time (s3-stream.ts). */
 export const DEFAULT_PART_BYTES = 8 * MIB;
 

@@ -8,9 +8,9 @@
 import { z } from 'zod';
 import { shellJoin, shellQuote } from '../ssh/shell.ts';
 
-export const PUT_TAG = 'runpod-operator-s3-put';
-export const PART_TAG = 'runpod-operator-s3-part';
-export const WHOLE_TAG = 'runpod-operator-s3-whole';
+const PUT_TAG = 'runpod-operator-s3-put';
+const PART_TAG = 'runpod-operator-s3-part';
+const WHOLE_TAG = 'runpod-operator-s3-whole';
 
 /** Exit status of both commands when the results directory cannot be entered. */
 export const DIRECT_NO_DIR_EXIT = 3;

@@ -71,7 +71,7 @@ export const s3Uri = (settings: { bucket: string; keyPrefix: string }): string =
 export interface CallBounds { baseMs: number; minBytesPerSecond: number }
 
 /** 60 s, plus the body at 1 MiB/s (a part of a large file). */
-export const defaultCallBounds: Readonly<CallBounds> = { baseMs: 60_000, minBytesPerSecond: 1024 * 1024 };
+const defaultCallBounds: Readonly<CallBounds> = { baseMs: 60_000, minBytesPerSecond: 1024 * 1024 };
 
 type Send = (command: { input?: unknown; constructor: { name: string } }, options?: { abortSignal?: AbortSignal }) => Promise<unknown>;
 

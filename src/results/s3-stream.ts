@@ -37,7 +37,7 @@ export interface StreamOptions {
 }
 
 /** The user metadata every object carries: what verification compares (a multipart checksum is composite). */
-export const objectMetadata = (sha256: string): Record<string, string> => ({ sha256 });
+const objectMetadata = (sha256: string): Record<string, string> => ({ sha256 });
 export const base64Digest = (hex: string): string => Buffer.from(hex, 'hex').toString('base64');
 
 /**

@@ -12,14 +12,14 @@ import { forEachLimited } from './limited.ts';
 export interface ObjectsVerdict { missing: string[]; different: string[]; extra: string[] }
 
 /** Pages of one listing at most: 10 million keys at S3's 1 000 a page, far beyond any result set. */
-export const MAX_LIST_PAGES = 10_000;
+const MAX_LIST_PAGES = 10_000;
 
 /**
  * Every key under `prefix` with its size (all pages). The endpoint may be anyone's: a continuation token
  * given twice, a truncated page without one, or more than MAX_LIST_PAGES pages end the listing with an
  * error instead of a loop.
  */
-export async function listKeys(client: S3Client, bucket: string, prefix: string, signal?: AbortSignal): Promise<Map<string, number>> {
+async function listKeys(client: S3Client, bucket: string, prefix: string, signal?: AbortSignal): Promise<Map<string, number>> {
   const keys = new Map<string, number>();
   const tokens = new Set<string>();
   let token: string | undefined;
@@ -36,7 +36,7 @@ export async function listKeys(client: S3Client, bucket: string, prefix: string,
 }
 
 /** Why the object the store holds is not `file`, or undefined when it is. */
-export function objectProblem(file: ManifestFile, head: { size: number; sha256: string | undefined; checksumSha256: string | undefined }): string | undefined {
+function objectProblem(file: ManifestFile, head: { size: number; sha256: string | undefined; checksumSha256: string | undefined }): string | undefined {
   if (head.size !== file.size) return `${head.size} bytes, not ${file.size}`;
   if (head.sha256 !== file.sha256) return `metadata sha256 ${head.sha256 ?? '(none)'}, not ${file.sha256}`;
   // A multipart object's checksum is composite (<digest of the parts' digests>-<parts>): its parts were checked on upload.
@@ -88,7 +88,7 @@ export function sha256sums(files: readonly ManifestFile[]): Buffer {
   return Buffer.from(lines.join(''), 'utf8');
 }
 
-export const sumsKey = (target: S3Target): string => `${target.keyPrefix}SHA256SUMS`;
+const sumsKey = (target: S3Target): string => `${target.keyPrefix}SHA256SUMS`;
 
 /** What the store proves was verified: SHA256SUMS is written last, only after every object was. */
 export interface CommittedObjects { files: number; bytes: number; path: 'direct' | 'controller'; committedAt: Date }

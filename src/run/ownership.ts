@@ -8,7 +8,7 @@
 import { POD_ENV } from '../pod/protocol.ts';
 
 /** The scope marker of an install that watches every namespace. Not a namespace name (those have no "/"). */
-export const clusterWideScope = 'cluster-wide';
+const clusterWideScope = 'cluster-wide';
 
 export interface Owner {
   clusterId: string;

@@ -92,7 +92,7 @@ export interface RankCriteria {
   includeOutOfStock?: boolean | undefined;
 }
 
-export function offerFor(offer: GpuTypeOffer, cloud: Cloud): CloudOffer {
+function offerFor(offer: GpuTypeOffer, cloud: Cloud): CloudOffer {
   return cloud === 'SECURE' ? offer.secure : offer.community;
 }
 

@@ -107,7 +107,7 @@ export interface ResponseFacts {
 }
 
 /** Whether a body is Runpod's own problem shape (and not a proxy's or a CDN's page). */
-export function isRunpodProblem(body: unknown, status: number): boolean {
+function isRunpodProblem(body: unknown, status: number): boolean {
   const parsed = problemSchema.safeParse(body);
   if (!parsed.success || typeof body !== 'object' || body === null || Array.isArray(body)) return false;
   const p = parsed.data;
@@ -115,7 +115,7 @@ export function isRunpodProblem(body: unknown, status: number): boolean {
 }
 
 /** The human part of an error body: title, detail and each validation error, or the trimmed text. */
-export function describeBody(body: unknown): string {
+function describeBody(body: unknown): string {
   if (typeof body === 'string') return body.trim() || '(empty body)';
   const parsed = problemSchema.safeParse(body);
   if (!parsed.success) return JSON.stringify(body) ?? '(unreadable body)';
@@ -179,7 +179,7 @@ export interface TransportFacts {
   attempts?: number | undefined;
 }
 
-export function errorCode(error: unknown): string | undefined {
+function errorCode(error: unknown): string | undefined {
   if (typeof error !== 'object' || error === null) return undefined;
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string') return code;

@@ -10,7 +10,7 @@ export type PodStatus = KnownPodStatus | 'UNKNOWN';
 export const POD_ACTIONS = ['start', 'stop', 'restart', 'terminate'] as const;
 export type PodAction = (typeof POD_ACTIONS)[number];
 
-export const AVAILABILITY_LEVELS = ['NONE', 'LOW', 'MEDIUM', 'HIGH'] as const;
+const AVAILABILITY_LEVELS = ['NONE', 'LOW', 'MEDIUM', 'HIGH'] as const;
 export type Availability = (typeof AVAILABILITY_LEVELS)[number] | 'UNKNOWN';
 
 // A value Runpod adds later (or leaves out) must not make an answer unreadable: it becomes UNKNOWN.

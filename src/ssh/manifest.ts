@@ -50,7 +50,7 @@ export const MANIFEST_NO_DIR_EXIT = 3;
 /** Exit status of manifestCommand when the pod lacks sha256sum (or readlink, with symlinks to record). */
 export const MANIFEST_NO_TOOL_EXIT = 4;
 /** Exit status of manifestCommand when the directory itself is a symlink (it would be followed). */
-export const MANIFEST_DIR_IS_LINK_EXIT = 5;
+const MANIFEST_DIR_IS_LINK_EXIT = 5;
 
 /**
  * POSIX sh (dash, bash, busybox): hashes through `sha256sum < file` so the name never reaches
@@ -84,7 +84,7 @@ export interface ComputeManifestOptions {
   signal?: AbortSignal;
 }
 
-export const DEFAULT_MAX_MANIFEST_BYTES = 64 * 1024 * 1024;
+const DEFAULT_MAX_MANIFEST_BYTES = 64 * 1024 * 1024;
 
 /** Runs manifestCommand on the pod and parses its answer. */
 export async function computeManifest(conn: SshConnection, dir: string, options: ComputeManifestOptions): Promise<Manifest> {

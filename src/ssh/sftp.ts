@@ -5,9 +5,8 @@ import type { SshConnection } from './connect.ts';
 import { SshError } from './errors.ts';
 import { printable } from './text.ts';
 
-/** SFTP status codes (draft-ietf-secsh-filexfer-02) that callers act on. */
-export const SFTP_NO_SUCH_FILE = 2;
-export const SFTP_PERMISSION_DENIED = 3;
+/** The SFTP status (draft-ietf-secsh-filexfer-02) callers act on. */
+const SFTP_NO_SUCH_FILE = 2;
 
 export class SftpError extends SshError {
   /** The SFTP status code, when the server sent one. */

@@ -11,7 +11,7 @@ export function updateCost(ctx: Context): void {
   status.estimatedCostUsd = formatUsd(earlier.reduce((sum, a) => sum + Number(a.costUsd), current ?? 0));
 }
 
-export function podCost(pod: RunpodRunStatus['pod'], now: Date): number | undefined {
+function podCost(pod: RunpodRunStatus['pod'], now: Date): number | undefined {
   if (!pod?.createdAt || pod.costPerHour === undefined) return undefined;
   const end = pod.deletedAt ? Date.parse(pod.deletedAt) : now.getTime();
   return Number(pod.costPerHour) * Math.max(0, end - Date.parse(pod.createdAt)) / 3_600_000;

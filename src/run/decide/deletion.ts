@@ -93,7 +93,7 @@ function stillKept(ctx: Context, spec: RunpodRunSpec): boolean {
  * followed), never left to bill unseen. A pod whose delete this process sent and confirmed is not
  * revived by a list that lags behind the delete.
  */
-export function reviveIfListedAgain(ctx: Context): void {
+function reviveIfListedAgain(ctx: Context): void {
   const { obs, status } = ctx;
   const pod = status.pod;
   if (!pod?.id || pod.state !== 'Deleted' || obs.deletions[pod.id]?.sentAt) return;

@@ -33,7 +33,7 @@ export function headroom(spend: SpendFacts | undefined): string {
 }
 
 /** Whether the figures say the pod now fits under the limit; undefined when a figure is missing. */
-export function roomFor(spend: SpendFacts | undefined): boolean | undefined {
+function roomFor(spend: SpendFacts | undefined): boolean | undefined {
   if (spend?.limitUsdPerHour === undefined || spend.runningUsdPerHour === undefined || spend.podUsdPerHour === undefined) return undefined;
   return cents(spend.runningUsdPerHour + spend.podUsdPerHour) <= cents(spend.limitUsdPerHour);
 }

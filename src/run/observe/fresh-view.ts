@@ -1,4 +1,4 @@
-// Stale views never act (issue 9): a create is sent only on a view of the run the API server has
+// Stale views never act: a create is sent only on a view of the run the API server has
 // just confirmed current. Every reconcile reads the run live (a GET, never the reflector's cache),
 // and decide() records each attempt in the status before its create: that write is a merge patch
 // carrying the resourceVersion of the view (kube/status.ts), so its success is the confirmation, and
