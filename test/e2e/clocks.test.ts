@@ -8,19 +8,15 @@ import { test } from 'node:test';
 import type { RunpodRun } from '../../src/api/runpodrun.ts';
 import { injectFault, simPods, type SimPod } from '../runpod-sim/client.ts';
 import { runManifest, withWorld, type World } from '../support/operator.ts';
+import { eventually } from '../support/eventually.ts';
 
 const TWO_HOURS = 7200;
 const ended = (run: RunpodRun) => run.status?.phase === 'Succeeded' || run.status?.phase === 'Failed';
 
 /** Skews the run's first pod as soon as the simulator has it. */
 async function skew(world: World, run: string, offsetSeconds: number): Promise<void> {
-  const giveUp = Date.now() + 60_000;
-  for (;;) {
-    const pod = (await simPods(world.sim.adminUrl)).find((p) => p.name === `${run}-1`);
-    if (pod) return injectFault(world.sim.adminUrl, { fault: 'clock-skew', podId: pod.id, offsetSeconds });
-    if (Date.now() > giveUp) assert.fail(`no pod of ${run} to skew`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  const pod = await eventually(`a pod of ${run} to skew`, async () => (await simPods(world.sim.adminUrl)).find((p) => p.name === `${run}-1`), 60_000, 100);
+  return injectFault(world.sim.adminUrl, { fault: 'clock-skew', podId: pod.id, offsetSeconds });
 }
 
 const podOf = async (world: World, run: string): Promise<SimPod> => {

@@ -10,6 +10,7 @@ import { createRunpodClient } from '../../src/runpod/index.ts';
 import { simPods } from '../runpod-sim/client.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { hasCondition, runManifest, startWorld, testApiKey, unsuppressed, type World } from '../support/operator.ts';
+import { eventually, EVENTUALLY_MS } from '../support/eventually.ts';
 
 /** A recognisable fake key with a control byte inside: what must never be shown, in whole or in part. */
 const badKey = 'rpa_BAD\x01KEY_DO_NOT_LOG_E2E_7f3a91c2';
@@ -44,9 +45,8 @@ describe('a credentials Secret with a malformed key', () => {
     assert.equal(bad.status?.phase, 'Pending');
     assert.match(bad.status?.message ?? '', new RegExp(`Secret ${world.namespace}/runpod-bad key "apiKey" does not hold a usable Runpod API key: it contains a control character \\(0x01\\) at byte 8`));
     await world.waitForRun('trimmed', 'PodReady', (r) => hasCondition(r, 'PodReady'), 90_000);
-    const swept = async () => (await simPods(world.sim.adminUrl)).find((pod) => pod.id === overdue.id)?.deletedAt;
-    for (let i = 0; i < 60 && !(await swept()); i++) await new Promise((resolve) => setTimeout(resolve, 500));
-    assert.ok(await swept(), 'the overdue pod of the account that can be used was swept');
+    await eventually('the overdue pod of the account that can be used to be swept',
+      async () => (await simPods(world.sim.adminUrl)).find((pod) => pod.id === overdue.id)?.deletedAt, EVENTUALLY_MS, 500);
     const said = world.logLines.filter((line) => line.includes('holds no usable Runpod API key'));
     assert.equal(said.length, 1, `the unusable Secret is logged once, not at every pass:\n${said.join('')}`);
 

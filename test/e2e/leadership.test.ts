@@ -1,14 +1,13 @@
 // A leader whose Lease is taken stops acting at once: no Runpod request, no status write after the
 // loss, while its run's pod keeps running. Given the lease back, a fresh start carries on. Ends with
 // the leak check.
-import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { CoordinationV1Api, V1MicroTime } from '@kubernetes/client-node';
 import { isConflict } from '../../src/kube/errors.ts';
 import { simStats } from '../runpod-sim/client.ts';
 import { testCluster } from '../support/cluster.ts';
 import { runManifest, startWorld, unsuppressed } from '../support/operator.ts';
+import { consistently, eventually } from '../support/eventually.ts';
 
 void test('a leader that reads another holder in its Lease sends nothing more to Runpod and writes no status', () => unsuppressed(async () => {
   await using world = await startWorld('lost-lease');
@@ -34,16 +33,16 @@ void test('a leader that reads another holder in its Lease sends nothing more to
   await world.apply(runManifest('steady', { job: { command: ['sleep', '600'] } }));
   await world.waitForRun('steady', 'Running', (run) => run.status?.phase === 'Running' && run.status.reason === 'JobRunning', 90_000);
   await setHolder('intruder', 3600);
-  const deadline = Date.now() + 30_000;
-  while (!world.logLines.some((line) => line.includes('lost leadership')) && Date.now() < deadline) await sleep(100);
-  assert.ok(world.logLines.some((line) => line.includes('lost leadership')), 'the controller noticed');
+  await eventually('the controller to notice the lost leadership', () => world.logLines.some((line) => line.includes('lost leadership')));
 
   const accountCalls = async () => (await simStats(world.sim.adminUrl)).requests.filter((r) => r.caller === 'account').reduce((n, r) => n + r.count, 0);
   const before = await accountCalls();
   const statusBefore = (await world.run('steady'))?.metadata?.resourceVersion;
-  await sleep(8000); // four poll intervals: a leader would have listed pods and polled the job meanwhile
-  assert.equal(await accountCalls(), before, 'no Runpod request after the loss');
-  assert.equal((await world.run('steady'))?.metadata?.resourceVersion, statusBefore, 'no write to the run after the loss');
+  // Four poll intervals: a leader would have listed pods and polled the job meanwhile.
+  await Promise.all([
+    consistently('no Runpod request after the loss', async () => (await accountCalls()) === before, 8000, 250),
+    consistently('no write to the run after the loss', async () => (await world.run('steady'))?.metadata?.resourceVersion === statusBefore, 8000, 250),
+  ]);
 
   // The intruder hands the lease back; a fresh controller takes over and cleans up.
   await setHolder('', 1);

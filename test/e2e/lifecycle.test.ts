@@ -5,13 +5,18 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { simPods } from '../runpod-sim/client.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { hasCondition, runManifest, testApiKey, withWorld } from '../support/operator.ts';
+import { consistently, eventually } from '../support/eventually.ts';
 
 const job = (script: string, spec: Record<string, unknown> = {}) => ({ job: { command: ['sh', '-c', script] }, results: { path: 'output' }, ...spec });
 const ended = (run: { status?: { phase?: string } }) => run.status?.phase === 'Succeeded' || run.status?.phase === 'Failed';
+/** The simulator's pods, once none is alive: with the controller stopped, only the watchdog deletes. */
+const watchdogDeleted = (adminUrl: string) => eventually('the watchdog to delete the pod', async () => {
+  const pods = await simPods(adminUrl);
+  return !pods.some((pod) => pod.deletedAt === null) && pods;
+}, 60_000, 500);
 
 describe('a run\'s life', { concurrency: true }, () => {
   test('success: several result files verified into the store, the pod deleted, secrets nowhere', () =>
@@ -96,8 +101,7 @@ describe('a run\'s life', { concurrency: true }, () => {
       await world.apply(runManifest('keep', job('mkdir -p output && echo kept > output/k.txt', { keepPod: true })));
       const run = await world.waitForRun('keep', 'Succeeded', ended, 90_000);
       assert.equal(run.status?.phase, 'Succeeded');
-      await sleep(3000);
-      assert.equal((await simPods(world.sim.adminUrl)).filter((pod) => pod.deletedAt === null).length, 1, 'still alive');
+      await consistently('the kept pod alive', async () => (await simPods(world.sim.adminUrl)).filter((pod) => pod.deletedAt === null).length === 1, 3000, 250);
       await world.deleteRun('keep');
       assert.ok((await simPods(world.sim.adminUrl)).every((pod) => pod.deletedBy === 'account'));
     }));
@@ -119,9 +123,7 @@ describe('a run\'s life', { concurrency: true }, () => {
       await world.apply(runManifest('deadline', job('sleep 600', { limits: { maxRuntimeSeconds: 45, readyTimeoutSeconds: 30 } })));
       await world.waitForRun('deadline', 'JobRunning', (r) => r.status?.reason === 'JobRunning', 60_000);
       await world.stopController();
-      const deadline = Date.now() + 60_000;
-      while (Date.now() < deadline && (await simPods(world.sim.adminUrl)).some((pod) => pod.deletedAt === null)) await sleep(500);
-      const [pod] = await simPods(world.sim.adminUrl);
+      const [pod] = await watchdogDeleted(world.sim.adminUrl);
       assert.equal(pod?.deletedBy, 'pod', 'the watchdog deleted its own pod');
       assert.ok(Date.parse(pod?.deletedAt ?? '') - Date.parse(pod?.createdAt ?? '') <= 45_000 + 10_000, 'at the deadline, give or take a watchdog period on a loaded machine');
       await world.startController();
@@ -135,9 +137,8 @@ describe('a run\'s life', { concurrency: true }, () => {
       await world.apply(runManifest('boot', job('true', { limits: { maxRuntimeSeconds: 600, bootGraceSeconds: 30, readyTimeoutSeconds: 60 } })));
       await world.waitForRun('boot', 'created', (r) => r.status?.pod?.id !== undefined);
       await world.stopController();
-      const deadline = Date.now() + 60_000;
-      while (Date.now() < deadline && (await simPods(world.sim.adminUrl)).some((pod) => pod.deletedAt === null)) await sleep(500);
-      assert.equal((await simPods(world.sim.adminUrl))[0]?.deletedBy, 'pod');
+      const [pod] = await watchdogDeleted(world.sim.adminUrl);
+      assert.equal(pod?.deletedBy, 'pod');
       await world.startController();
       // The pod was never listed before the stop: the list-lag tolerance (30 s in testTimings), then
       // three 404s 5 s apart and a later list without it, before the controller may call it gone.

@@ -10,6 +10,7 @@ import { createRunpodClient } from '../../src/runpod/index.ts';
 import { createLogger } from '../../src/log.ts';
 import { countRequests, injectFault, simPods, simStats } from '../runpod-sim/client.ts';
 import { hasCondition, runManifest, startWorld, testApiKey, unsuppressed } from '../support/operator.ts';
+import { eventually, EVENTUALLY_MS } from '../support/eventually.ts';
 
 const RUNS = 6;
 
@@ -43,8 +44,7 @@ test('many runs of one account over pages of two, later pages failing for a whil
   assert.equal(failedPages, 24, 'every injected page failure was met');
   const pods = await simPods(world.sim.adminUrl);
   assert.equal(pods.length, RUNS + 1, 'one pod per run, and the stray');
-  for (let i = 0; i < 120 && !(await simPods(world.sim.adminUrl)).find((pod) => pod.id === stray.id)?.deletedAt; i++) await new Promise((resolve) => setTimeout(resolve, 250));
-  assert.ok((await simPods(world.sim.adminUrl)).find((pod) => pod.id === stray.id)?.deletedAt, 'the stray on the last page is swept');
+  await eventually('the stray on the last page to be swept', async () => (await simPods(world.sim.adminUrl)).find((pod) => pod.id === stray.id)?.deletedAt, EVENTUALLY_MS, 250);
   assert.ok(!world.logLines.some((line) => line.includes('PodLost')), 'no run lost its pod');
   for (const name of names) await world.deleteRun(name);
 }));

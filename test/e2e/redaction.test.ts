@@ -4,10 +4,10 @@
 // Ends with the leak check.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { registeredSecrets, releaseSecrets } from '../../src/log.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { hasCondition, runManifest, withWorld } from '../support/operator.ts';
+import { consistently, eventually, EVENTUALLY_MS } from '../support/eventually.ts';
 
 const TOKEN_LINE = 'token: tok_e2e_7c41f09d2b3a8e65';
 type World = Parameters<Parameters<typeof withWorld>[1]>[0];
@@ -28,16 +28,13 @@ test('a failing job prints one line of a secret file: its JobFailed Event says [
 
     const running = await world.waitForRun('running', 'Running', (run) => hasCondition(run, 'JobStarted'), 120_000);
     const leakyUid = failed.metadata.uid;
-    for (let i = 0; i < 120 && registeredSecrets(leakyUid) > 0; i++) await sleep(250);
-    assert.equal(registeredSecrets(leakyUid), 0, 'the ended run\'s secrets are released');
+    await eventually('the ended run\'s secrets to be released', () => registeredSecrets(leakyUid) === 0);
     assert.ok(registeredSecrets(running.metadata.uid) > 0, 'the running run\'s stay');
     const released = registeredSecrets();
     // Resyncs of the ended run register nothing again.
     await kubectl(['annotate', 'rpr', 'leaky', '-n', world.namespace, 'example.com/poke=1']);
     await world.waitForRun('running', 'still running', (run) => run.status?.phase === 'Running');
-    await sleep(1000);
-    assert.equal(registeredSecrets(leakyUid), 0, 'not re-added for a finished run');
-    assert.ok(registeredSecrets() <= released);
+    await consistently('nothing registered again for the finished run', () => registeredSecrets(leakyUid) === 0 && registeredSecrets() <= released, 1000);
     await world.deleteRun('running');
     await world.deleteRun('leaky');
   }));
@@ -61,14 +58,15 @@ test('a job started before the controller (re)started: its secrets are read agai
 
 async function jobFailedNote(world: World, marker: string): Promise<string> {
   let notes: string[] = [];
-  for (let i = 0; i < 120 && !notes.some((note) => note.includes(marker)); i++) {
-    const events = JSON.parse((await kubectl(['get', 'events.events.k8s.io', '-n', world.namespace, '-o', 'json'])).stdout) as { items: { reason?: string; note?: string }[] };
-    notes = events.items.filter((event) => event.reason === 'JobFailed').map((event) => event.note ?? '');
-    await sleep(250);
+  try {
+    return await eventually(`a JobFailed Event with "${marker}" in its log tail`, async () => {
+      const events = JSON.parse((await kubectl(['get', 'events.events.k8s.io', '-n', world.namespace, '-o', 'json'])).stdout) as { items: { reason?: string; note?: string }[] };
+      notes = events.items.filter((event) => event.reason === 'JobFailed').map((event) => event.note ?? '');
+      return notes.find((text) => text.includes(marker));
+    }, EVENTUALLY_MS, 250);
+  } catch (error) {
+    return assert.fail(`${(error as Error).message}: ${JSON.stringify(notes)}`);
   }
-  const note = notes.find((text) => text.includes(marker));
-  assert.ok(note, `a JobFailed Event with the log tail: ${JSON.stringify(notes)}`);
-  return note;
 }
 
 function assertRedacted(note: string): void {

@@ -17,18 +17,20 @@ import { describe, test } from 'node:test';
 import type { RunpodRun } from '../../src/api/runpodrun.ts';
 import { simPods, injectFault, type SimPod } from '../runpod-sim/client.ts';
 import { runManifest, withWorld, type World } from '../support/operator.ts';
+import { eventually } from '../support/eventually.ts';
 
 const ended = (run: RunpodRun) => run.status?.phase === 'Succeeded' || run.status?.phase === 'Failed';
 const job = { command: ['sh', '-c', 'mkdir -p output && head -c 1000000 /dev/urandom > output/model.bin && sleep 3'] };
 
 async function simPod(world: World, run: string, predicate: (pod: SimPod) => boolean, what: string, timeoutMs = 60_000): Promise<SimPod> {
-  const giveUp = Date.now() + timeoutMs;
   let last: SimPod | undefined;
-  for (;;) {
-    last = (await simPods(world.sim.adminUrl)).find((p) => p.name === `${run}-1`);
-    if (last && predicate(last)) return last;
-    if (Date.now() > giveUp) assert.fail(`timed out waiting for the pod of ${run}: ${what}; last: ${JSON.stringify(last && { ...last, processes: undefined, env: undefined })}`);
-    await sleep(100);
+  try {
+    return await eventually(`the pod of ${run}: ${what}`, async () => {
+      last = (await simPods(world.sim.adminUrl)).find((p) => p.name === `${run}-1`);
+      return last && predicate(last) ? last : undefined;
+    }, timeoutMs, 100);
+  } catch (error) {
+    return assert.fail(`${(error as Error).message}; last: ${JSON.stringify(last && { ...last, processes: undefined, env: undefined })}`);
   }
 }
 

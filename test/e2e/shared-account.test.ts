@@ -17,6 +17,7 @@ import { startSimulator } from '../runpod-sim/server.ts';
 import { createTestNamespace, testCluster } from '../support/cluster.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { runManifest, testApiKey } from '../support/operator.ts';
+import { eventually, EVENTUALLY_MS } from '../support/eventually.ts';
 
 interface Install { namespace: string; controller: RunningController; logLines: string[] }
 
@@ -61,7 +62,7 @@ test('two namespace-scoped installs on one account never sweep each other\'s pod
 
     // Well past the grace and many sweeps of both installs.
     const isGone = async (id: string) => (await simPods(sim.adminUrl)).find((pod) => pod.id === id)?.deletedAt != null;
-    for (let i = 0; i < 120 && !((await isGone(strayA.id)) && (await isGone(strayB.id))); i++) await sleep(250);
+    await eventually('both installs\' strays to be swept', async () => (await isGone(strayA.id)) && (await isGone(strayB.id)), EVENTUALLY_MS, 250);
     await sleep(8000);
 
     const pods = await simPods(sim.adminUrl);
@@ -88,15 +89,10 @@ test('two namespace-scoped installs on one account never sweep each other\'s pod
     await kubectl(['annotate', 'rpr', 'train', '-n', teamA?.namespace ?? '', 'runpod-operator.dev/skip-cleanup=true']);
     const letGo = await kubectl(['delete', 'rpr', 'train', '-n', teamA?.namespace ?? '', '--timeout=60s']);
     assert.equal(letGo.status, 0, letGo.stderr);
-    for (let i = 0; i < 240 && !(await isGone(runs[0]?.podId ?? '')); i++) await sleep(250);
-    assert.ok(await isGone(runs[0]?.podId ?? ''), 'the pod of a run let go is swept');
+    await eventually('the pod of a run let go to be swept', () => isGone(runs[0]?.podId ?? ''), 60_000, 250);
     assert.ok(sweptBy(teamA, runs[0]?.podId ?? '') && !sweptBy(teamB, runs[0]?.podId ?? ''));
-    let events = '';
-    for (let i = 0; i < 60 && !events.includes('StrayPodDeleted'); i++) {
-      events = (await kubectl(['get', 'events.events.k8s.io', '-n', teamA?.namespace ?? '', '-o', 'json'])).stdout;
-      await sleep(250);
-    }
-    assert.match(events, /StrayPodDeleted/, 'the confirmed deletion is an Event on the run');
+    await eventually('a StrayPodDeleted Event on the run for the confirmed deletion',
+      async () => (await kubectl(['get', 'events.events.k8s.io', '-n', teamA?.namespace ?? '', '-o', 'json'])).stdout.includes('StrayPodDeleted'), EVENTUALLY_MS, 250);
     assert.equal(await isGone(runs[1]?.podId ?? ''), false, 'team-b\'s running pod is still untouched');
     const deleted = await kubectl(['delete', 'rpr', 'train', '-n', teamB?.namespace ?? '', '--timeout=60s']);
     assert.equal(deleted.status, 0, deleted.stderr);
@@ -119,10 +115,13 @@ async function readRun(namespace: string): Promise<{ phase?: string; podId?: str
 }
 
 async function waitForPodReady(namespace: string): Promise<{ podId: string }> {
-  for (let i = 0; i < 360; i++) {
-    const run = await readRun(namespace);
-    if (run.phase === 'Running' && run.podId) return { podId: run.podId };
-    await sleep(250);
+  let last: Awaited<ReturnType<typeof readRun>> | undefined;
+  try {
+    return await eventually(`${namespace}/train to reach Running`, async () => {
+      last = await readRun(namespace);
+      return last.phase === 'Running' && last.podId ? { podId: last.podId } : undefined;
+    }, 90_000, 250);
+  } catch (error) {
+    return assert.fail(`${(error as Error).message}; last: ${JSON.stringify(last)}`);
   }
-  assert.fail(`${namespace}/train never reached Running: ${JSON.stringify(await readRun(namespace))}`);
 }

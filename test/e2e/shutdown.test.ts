@@ -12,20 +12,18 @@ import { sample } from '../metrics/scrape.ts';
 import { testCluster } from '../support/cluster.ts';
 import { startControllerProcess, type ControllerProcess } from '../support/controller-process.ts';
 import { runManifest, startWorld, unsuppressed } from '../support/operator.ts';
+import { eventually } from '../support/eventually.ts';
 
 const terminationGraceMs = 30_000;
 const ended = (run: { status?: { phase?: string } }) => run.status?.phase === 'Succeeded' || run.status?.phase === 'Failed';
 
 /** The partial file of a cut-short download of `name` in a staging directory under `dir`, once it holds `atLeast` bytes. */
 async function stagedPartial(dir: string, name: string, atLeast: number, timeoutMs: number): Promise<{ path: string; bytes: number }> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  return eventually(`a partial ${name} of ${atLeast} bytes`, () => {
     const found = readdirSync(dir, { recursive: true, withFileTypes: true }).find((entry) => entry.name === `.${name}.part`);
     const bytes = found ? statSync(join(found.parentPath, found.name), { throwIfNoEntry: false })?.size ?? 0 : 0;
-    if (found && bytes >= atLeast) return { path: join(found.parentPath, found.name), bytes };
-    if (Date.now() > deadline) assert.fail(`no partial ${name} of ${atLeast} bytes within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+    return found && bytes >= atLeast ? { path: join(found.parentPath, found.name), bytes } : undefined;
+  }, timeoutMs);
 }
 
 /** Every `.partial-` staging directory under the results dir. */
