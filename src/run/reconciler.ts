@@ -123,6 +123,8 @@ export class RunReconciler {
     // Written: the pool's outcome is the status's now (a failed write leaves it for the next reconcile).
     if (decision.appliedRetrieval) {
       rememberRetrieval({ evidence: this.#evidence, metrics: this.#options.metrics }, run.metadata.uid, decision.appliedRetrieval, obs.now);
+      // Said where an operator looks: the status keeps only the latest reason, a later one may hide it.
+      if (decision.appliedRetrieval.kind === 'unverified') (call.log ?? this.#options.logger).info({ run: run.metadata.name, namespace: run.metadata.namespace, pod: run.status?.pod?.id, why: decision.appliedRetrieval.message }, 'a retrieval try was not verified');
       call.transfers?.take(run.metadata.uid);
     }
     for (const event of decision.events) this.#options.events.record(current, event);

@@ -84,5 +84,8 @@ test('a retrieval that fails outright (results.path is a file) is counted and sa
     assert.ok((first.status?.message ?? '').length <= 1024, `a bounded message: ${first.status?.message?.length}`);
     const second = await world.waitForRun('pathisfile', 'a second counted try', (r) => /try [2-9]/.test(r.status?.message ?? '') || r.status?.phase === 'Failed', 60_000);
     assert.equal(second.status?.phase, 'Retrieving', JSON.stringify(second.status));
+    // And in the log, where a later reason (a refused key, a deadline) cannot hide it.
+    assert.ok(world.logLines.some((line) => line.includes('"msg":"a retrieval try was not verified"') && line.includes('"run":"pathisfile"') && line.includes('preparing the results directory')),
+      'each failed try is logged with why');
     await world.deleteRun('pathisfile');
   }));
