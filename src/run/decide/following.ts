@@ -81,6 +81,17 @@ function readySince(status: RunpodRunStatus): number {
 }
 
 /**
+ * A pod time (moved onto the controller's clock by the offset this read measured) bounded by what the
+ * controller knows: not before `notBeforeMs`, not after the read. A pod's clock that stepped between the
+ * time's writing and the read moves it by the step (seen: 2 h ahead just after a job's end put that end
+ * 2 h in the past, and the retrieve grace over at once).
+ */
+function podTime(seconds: number, notBeforeMs: number, now: Date): string {
+  const floor = Number.isFinite(notBeforeMs) ? notBeforeMs : Number.NEGATIVE_INFINITY;
+  return new Date(Math.min(now.getTime(), Math.max(floor, seconds * 1000))).toISOString();
+}
+
+/**
  * The watchdog's graces, enforced by the controller too (+ its margin), whether or not SSH answers: a
  * pod whose watchdog is broken must not bill until the deadline. The boot grace counts from readiness
  * (the watchdog starts just before), the retrieve grace from the job's recorded end; a kept pod is
@@ -144,7 +155,8 @@ function followJob(ctx: LivePodContext, spec: RunpodRunSpec): Step {
   if (state.keep !== spec.keepPod) return step({ type: 'setKeep', keep: spec.keepPod });
 
   const job = (status.job ??= {});
-  if (state.job.startedAt !== null) job.startedAt ??= new Date(state.job.startedAt * 1000).toISOString();
+  // The controller starts the job once the pod is ready: it cannot have started before.
+  if (state.job.startedAt !== null) job.startedAt ??= podTime(state.job.startedAt, readySince(status), obs.now);
   if (job.startedAt) setCondition(status, 'JobStarted', 'True', 'JobStarted', `the job started on pod ${pod.name}`, obs.run.generation, obs.now);
 
   switch (state.job.status) {
@@ -183,7 +195,7 @@ function followJob(ctx: LivePodContext, spec: RunpodRunSpec): Step {
         const tail = state.logTail.trimEnd().split('\n').slice(-10).join('\n');
         ctx.events.push({ type: 'Warning', reason: 'JobFailed', note: `the job exited with code ${job.exitCode ?? 'unknown'}; last lines of its log:\n${tail}` });
       }
-      if (state.job.endedAt !== null) job.finishedAt ??= new Date(state.job.endedAt * 1000).toISOString();
+      if (state.job.endedAt !== null) job.finishedAt ??= podTime(state.job.endedAt, Date.parse(job.startedAt ?? ''), obs.now);
       return retrieve(ctx, `the job exited with code ${job.exitCode ?? 'unknown'}; retrieving and verifying its results`);
     }
   }

@@ -330,11 +330,11 @@ describe('decide: ending early', () => {
     assert.equal(vanished.status.reason, 'PodLost');
     assert.match(vanished.status.message!, /disappeared from Runpod before the run ended; the job started at \S+ and exited with code 0; no results were retrieved/);
     const ready = readyStatus();
-    const lostState = state({}, { status: 'lost', startedAt: 1_800_000_000 });
+    const lostState = state({}, { status: 'lost', startedAt: unixAt(3) });
     const lost = decide(observe({ now: at(5), pods: { listedAt: at(5), items: [pod({ ssh })] }, podState: lostState }, ready));
     assert.equal(lost.status.reason, 'PodLost');
     assert.equal(lost.status.pod?.state, 'Deleting');
-    assert.match(lost.status.message!, /restarted its container: the job's exit code is lost; the job started at 2027-01-15T08:00:00.000Z and was running when last seen \(no exit code recorded\); no results were retrieved/);
+    assert.match(lost.status.message!, /restarted its container: the job's exit code is lost; the job started at 2026-12-01T12:00:03.000Z and was running when last seen \(no exit code recorded\); no results were retrieved/);
   });
 
   test('a container restart after the job\'s exit was recorded: its results are still on the volume and are retrieved', () => {
