@@ -573,6 +573,8 @@ kept() {
 ENDED_SEEN=''
 # The job's end on Runpod's clock, as first seen: a later step of the pod's clock does not move it.
 ENDED_R=''
+# The last tick that saw the job running, on Runpod's clock.
+RUNNING_R=''
 
 # The job ended: its exit code is recorded, it was lost with a container restart, or its
 # supervisor died without recording one.
@@ -587,6 +589,18 @@ job_ended() {
     return
   fi
   [ "$sup" -gt 1 ] && ! kill -0 "$sup" 2>/dev/null
+}
+
+# ENDED_R, when first seen: job.ended (the pod's clock when written) moved by the skew now known, but
+# not before the last tick that saw the job running, nor after now: a step of the pod's clock between
+# the writing and this tick would move it by the step (2 h ahead just after the end put it 2 h in the
+# past, the grace over at once). A watchdog that never saw the job running (it restarted after the
+# end) has no floor: the grace is not granted twice.
+first_seen_end() {
+  [ -z "$ENDED_R" ] || return 0
+  ENDED_R=$(($(ended_at) + CLOCK_SKEW))
+  [ -z "$RUNNING_R" ] || [ "$ENDED_R" -ge "$RUNNING_R" ] || ENDED_R=$RUNNING_R
+  [ "$ENDED_R" -le "$RUNPOD_NOW" ] || ENDED_R=$RUNPOD_NOW
 }
 
 ended_at() {
@@ -674,7 +688,7 @@ decide() {
   if [ "$job" = 1 ] && job_ended; then
     [ -n "$ENDED_SEEN" ] || ENDED_SEEN=$NOW
     e=$(ended_at)
-    [ -n "$ENDED_R" ] || ENDED_R=$((e + CLOCK_SKEW))
+    first_seen_end
     if [ $((RUNPOD_NOW - ENDED_R)) -ge "$RETRIEVE_GRACE" ] && ! grace_extended; then
       RULE=retrieve-grace
       REASON="the job ended at $e and its results were not retrieved within $RETRIEVE_GRACE s"
@@ -699,13 +713,15 @@ observe() {
   if [ "$SEEN_JOB" = 1 ] && [ "$SEEN_END" = 0 ] && job_ended; then
     SEEN_END=1
     [ -n "$ENDED_SEEN" ] || ENDED_SEEN=$NOW
-    [ -n "$ENDED_R" ] || ENDED_R=$(($(ended_at) + CLOCK_SKEW))
+    first_seen_end
     x=$(read_uint "$POD/job.exit")
     if [ -n "$x" ]; then
       log "the job ended with exit code $x; the pod is deleted $RETRIEVE_GRACE s after that unless kept or retrieved"
     else
       log "the job ended without an exit code (lost); the pod is deleted $RETRIEVE_GRACE s after that unless kept or retrieved"
     fi
+  elif [ "$SEEN_JOB" = 1 ] && [ "$SEEN_END" = 0 ]; then
+    RUNNING_R=$RUNPOD_NOW
   fi
   k=0
   kept && k=1

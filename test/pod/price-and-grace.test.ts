@@ -3,7 +3,7 @@
 // and the retrieve grace is extended for as long as the controller renews its retrieve.until file.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { POD_FILES } from '../../src/pod/protocol.ts';
 import { deletes, podBody, podReads, removeWatchdogDirs, stateDir, withWatchdog, type Answer, type Call, type FakeApi } from './fake-api.ts';
@@ -65,15 +65,21 @@ for (const shell of SHELLS) {
       }));
 
     test('a retrieve.until file extends the retrieve grace: the pod goes once its time has passed, not at the grace', () => {
-      // The grace (30 s) ended 70 s ago; the controller renewed it until 3 s from now.
+      // The grace (30 s) ended 70 s ago; the controller extended it, then renewed it until 2 s from
+      // now. The first until is far off so that a slow first tick still sees an extension.
       const dir = withEndedJob(100);
-      const until = unix() + 3;
-      writeFileSync(join(dir, POD_FILES.retrieveGrace), `${until}\n`);
+      writeFileSync(join(dir, POD_FILES.retrieveGrace), `${unix() + 3600}\n`);
       return withWatchdog(shell, (call): Answer => (call.method === 'DELETE' ? { status: 204 } : { status: 200, body: podBody() }),
         { RUNPOD_OPERATOR_RETRIEVE_GRACE: '30' }, async (watchdog, api) => {
+          await eventually('the extension seen', () => (/the retrieve grace is extended by the controller/.test(watchdog.log()) ? true : undefined));
+          assert.equal(deletes(api).length, 0, 'deleted while extended');
+          const until = unix() + 2;
+          // Renewed as the controller does: atomically, so no tick reads half a file.
+          writeFileSync(join(dir, 'retrieve.until.new'), `${until}\n`);
+          renameSync(join(dir, 'retrieve.until.new'), join(dir, POD_FILES.retrieveGrace));
           const deletion = await deleted(api);
           assert.ok(deletion.at >= until * 1000, `deleted ${until * 1000 - deletion.at} ms before the extension's end`);
-          assert.match(watchdog.log(), /the retrieve grace is extended by the controller[^]*deleting the pod: the job ended at \d+ and its results were not retrieved within 30 s/);
+          assert.match(watchdog.log(), /deleting the pod: the job ended at \d+ and its results were not retrieved within 30 s/);
         }, dir);
     });
 

@@ -75,6 +75,12 @@ const cases: Case[] = [
   { name: 'within the retrieve grace: no rule', tick: { env: { RUNPOD_OPERATOR_RETRIEVE_GRACE: '3600' }, files: ended }, rule: '' },
   { name: 'the controller extended the retrieve grace (retrieve.until ahead)', tick: { env: { RUNPOD_OPERATOR_RETRIEVE_GRACE: '30' }, files: { ...ended, 'retrieve.until': String(NOW + 60) } }, rule: '', log: /watchdog: the retrieve grace is extended by the controller while the results wait for a transfer \(until 1800000060, renewed as it goes\)$/ },
   { name: 'an extension that has run out', tick: { env: { RUNPOD_OPERATOR_RETRIEVE_GRACE: '30' }, files: { ...ended, 'retrieve.until': String(NOW - 1) } }, rule: 'retrieve-grace' },
+  // A step of the pod's clock between the end's writing and the tick that first sees it: the step was
+  // learned (CLOCK_SKEW moved by it, chaos seed 1807: 2 h ahead) but job.ended holds the old clock. The
+  // end is not before the last tick that saw the job running, nor before the watchdog's start.
+  { name: 'an end written before a 2 h step ahead, first seen after it: the grace counts from the last tick that saw the job running', tick: { env: { RUNPOD_OPERATOR_RETRIEVE_GRACE: '3600' }, files: { ...started, 'job.exit': '0', 'job.ended': String(NOW - 5) }, vars: { NOW: NOW + 7200, CLOCK_SKEW: -7202, RUNPOD_NOW: NOW - 2, SEEN_JOB: 1, RUNNING_R: NOW - 12 } }, rule: '' },
+  { name: 'the same end past its grace on Runpod\'s clock: deleted', tick: { env: { RUNPOD_OPERATOR_RETRIEVE_GRACE: '30' }, files: { ...started, 'job.exit': '0', 'job.ended': String(NOW - 5) }, vars: { NOW: NOW + 7200 + 60, CLOCK_SKEW: -7202, RUNPOD_NOW: NOW + 58, SEEN_JOB: 1, RUNNING_R: NOW - 12 } }, rule: 'retrieve-grace' },
+  { name: 'a watchdog that never saw the job running (restarted after its end) does not grant the grace again', tick: { env: { RUNPOD_OPERATOR_RETRIEVE_GRACE: '30' }, files: { ...started, 'job.exit': '0', 'job.ended': String(NOW - 40) }, vars: { START: NOW - 5, START_R: NOW - 5 } }, rule: 'retrieve-grace' },
   { name: 'no job within the boot grace', tick: { env: { RUNPOD_OPERATOR_BOOT_GRACE: '60' } }, rule: 'boot-grace', reason: /^no job started within 60 s/ },
   { name: 'the boot grace counts on Runpod\'s clock from the start (a pod 2 h behind)', tick: { env: { RUNPOD_OPERATOR_BOOT_GRACE: '60' }, vars: { NOW: NOW - 7200, START: NOW - 7200 - 60 } }, rule: 'boot-grace' },
   { name: 'a job that started is not held to the boot grace', tick: { env: { RUNPOD_OPERATOR_BOOT_GRACE: '60' }, files: started, vars: { SEEN_JOB: 1 } }, rule: '' },
