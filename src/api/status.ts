@@ -7,7 +7,7 @@ export type Phase = (typeof phases)[number];
 
 /** Machine-readable reasons of status.reason and of the conditions. */
 export const reasons = [
-  'Created', 'WaitingForCredentials', 'Provisioning', 'WaitingForSsh', 'PodReady', 'JobRunning', 'Retrieving',
+  'Created', 'Provisioning', 'WaitingForSsh', 'PodReady', 'JobRunning', 'Retrieving',
   'Succeeded', 'NoCapacity', 'DeadlineExceeded', 'BootTimeout', 'BootFailed', 'JobFailed', 'ResultsUnverified',
   'Cancelled', 'InvalidSpec', 'CredentialsMissing', 'CredentialsRejected', 'InsufficientBalance', 'PodLost',
   'CostCapReached', 'Deleting', 'RateLimited', 'SpendLimitReached', 'CredentialsInsufficient',

@@ -78,8 +78,8 @@ describe('the fault table', () => {
 test('a small seeded chaos session keeps every invariant', { timeout: 300_000 }, async (t) => {
   const { kubeConfig, kubeconfigPath } = await testCluster();
   const workDir = mkdtempSync(join(tmpdir(), 'chaos-test-'));
-  // Seed 39 with one kill in the post-create window: chosen to pass on today's main (see the README's
-  // chaos section for the seeds that do not).
+  // Seed 39 with one kill in the post-create window: chosen to pass on today's main (see test/chaos/README.md
+  // for the seeds that do not).
   const schedule = buildSchedule({ runs: 6, seed: 39, faults: 3, kills: 1, windows: ['post-create'] });
   const report = await runSession({
     schedule, kubeConfig, kubeconfigPath, workDir, stock: 5, settleTimeoutMs: 120_000, billingMarginMs: 15_000,

@@ -1,5 +1,5 @@
-// What each judge should say of a RunpodRun, from the run's own facts (the mapping the README
-// documents). The tests hold the Lua check, kstatus and the controller's conditions to it.
+// What each judge should say of a RunpodRun, from the run's own facts (the mapping
+// docs/guide/09-gitops.md documents). The tests hold the Lua check, kstatus and the controller's conditions to it.
 export interface Expected { lua: string; kstatus: string; kind: string }
 
 interface Snapshot {

@@ -1,5 +1,5 @@
 // The Argo CD health check as shipped: argocd-cm-patch.yaml carries exactly deploy/argocd/health.lua,
-// works as a kustomize patch and as the README's `kubectl patch` (real API server), and judges the snapshots captured from real runs (test/gitops/fixtures,
+// works as a kustomize patch and as the GitOps guide's `kubectl patch` (docs/guide/09-gitops.md) (real API server), and judges the snapshots captured from real runs (test/gitops/fixtures,
 // written by test/e2e/gitops.test.ts with GITOPS_FIXTURES_DIR) as kstatus and the mapping say.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -42,7 +42,7 @@ describe('Argo CD health check', () => {
     }
   });
 
-  test('the README\'s kubectl patch adds the check to a live argocd-cm and keeps its other settings', async () => {
+  test('the GitOps guide\'s kubectl patch adds the check to a live argocd-cm and keeps its other settings', async () => {
     // A namespace of the test's own stands in for argocd: a real Argo CD's settings are never touched.
     const namespace = await createTestNamespace('argocd');
     const created = await kubectl(['-n', namespace, 'create', 'configmap', 'argocd-cm', '--from-literal=url=https://argocd.example.com']);
