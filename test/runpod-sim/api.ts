@@ -5,6 +5,7 @@ import type { IncomingMessage } from 'node:http';
 import { accountLimits, spendLimitRefusal } from './account.ts';
 import type { SimCore } from './core.ts';
 import { empty, fail, json, readJsonBody, type Reply, type Route } from './http.ts';
+import { logStream } from './logstream.ts';
 import { problem, problems, validationErrors } from './problems.ts';
 import { createPodSchema, cudaAllowed, podActionSchema, ruleViolation } from './requests.ts';
 import type { PodKeyRefusal } from './config.ts';
@@ -66,6 +67,12 @@ const getPod: ApiHandler = async (core, { principal, params }) => {
   return Promise.resolve(json(200, podView(pod, core.config.pods.statusFlow)));
 };
 
+/** Server-sent events of the pod's log (logstream.ts); an unknown pod is 404 as for GET /v2/pods/{id}. */
+const podLogs: ApiHandler = async (core, { req, principal, params, query }) => {
+  const pod = lookedUpPod(core, principal, params[0] ?? '');
+  return Promise.resolve(pod ? logStream(req, query, core.podLog(pod.id)) : fail(problems.notFound()));
+};
+
 const getAccountLimits: ApiHandler = async (core) => Promise.resolve(json(200, accountLimits(core)));
 
 const createPod: ApiHandler = async (core, { req, principal }) => {
@@ -124,6 +131,7 @@ const createPod: ApiHandler = async (core, { req, principal }) => {
     linkBytesPerSecond: null,
     clockOffsetSeconds: 0,
   });
+  core.podLog(record.id).system(`Pod ${record.id} created: ${count} x ${type.id} in ${dataCenterId} (${cloud})`);
   const slow = core.faults.take('slow-boot');
   if (slow) record.reachableAfter = Date.now() + slow.delayMs;
   core.boot(record);
@@ -162,6 +170,7 @@ const podAction: ApiHandler = async (core, { req, principal, params }) => {
   }
   let real = core.pods.get(pod.id);
   if (action === 'stop') {
+    core.podLog(pod.id).system('Stopping container');
     pod.status = 'EXITED';
     core.state.releaseStock(pod);
     await real?.stopContainer();
@@ -244,6 +253,7 @@ export const apiRoutes: Route<ApiHandler>[] = [
   { method: 'DELETE', template: '/v2/pods/{id}', handler: deletePod },
   { method: 'PATCH', template: '/v2/pods/{id}', handler: notImplemented },
   { method: 'POST', template: '/v2/pods/{id}/action', handler: podAction },
+  { method: 'GET', template: '/v2/pods/{id}/logs', handler: podLogs },
   { method: 'GET', template: '/v2/catalog/gpus', handler: listGpuTypes },
   { method: 'GET', template: '/v2/catalog/gpus/{id}', handler: getGpuType },
   { method: 'GET', template: '/v2/catalog/datacenters', handler: listDataCenters },
@@ -256,9 +266,10 @@ function podKeyRefused(core: SimCore, principal: Principal, what: PodKeyRefusal)
   return principal.kind === 'pod' && core.config.podKeys.refuse.includes(what);
 }
 
-/** What a pod-scoped key may do: read, delete and act on its own pod. */
+/** What a pod-scoped key may do: read (the pod, its logs), delete and act on its own pod. */
 export function podKeyAllowed(method: string, template: string, params: string[], principal: Principal): boolean {
   if (principal.kind !== 'pod') return true;
   const own = params[0] === principal.podId;
-  return own && ((template === '/v2/pods/{id}' && (method === 'GET' || method === 'DELETE')) || (template === '/v2/pods/{id}/action' && method === 'POST'));
+  return own && ((template === '/v2/pods/{id}' && (method === 'GET' || method === 'DELETE')) || (template === '/v2/pods/{id}/logs' && method === 'GET')
+    || (template === '/v2/pods/{id}/action' && method === 'POST'));
 }

@@ -100,6 +100,11 @@ export const simConfigSchema = z
         /** Bytes of each pod's stdout/stderr kept for GET /_sim/pods/{id}/logs. */
         logBytes: z.number().int().positive().default(65536),
         /**
+         * Lines kept per pod and per source (`container`, `system`) for GET /v2/pods/{id}/logs; the
+         * oldest go first.
+         */
+        logLines: z.number().int().positive().default(5000),
+        /**
          * The statuses a pod reports while it boots: RUNNING from the create on (measured on the live
          * service, API-NOTES §3), or PROVISIONING until its container starts, STARTING until its ports
          * answer, then RUNNING (the 2026-12 docs).

@@ -4,6 +4,7 @@ import type { Logger } from '../../src/log.ts';
 import type { SimConfig } from './config.ts';
 import { FaultQueue } from './faults.ts';
 import { PodCursors } from './paging.ts';
+import { PodLog } from './podlog.ts';
 import { RealPod, type PodHostContext } from './pods.ts';
 import { RateLimiter } from './ratelimit.ts';
 import { SimState, type DeletedBy, type PodRecord } from './state.ts';
@@ -16,6 +17,8 @@ export class SimCore {
   readonly stats = new RequestStats();
   readonly cursors: PodCursors;
   readonly pods = new Map<string, RealPod>();
+  /** Every pod's log lines (GET /v2/pods/{id}/logs), by pod id: kept after a delete, closed then. */
+  private readonly logs = new Map<string, PodLog>();
   /** Sockets of requests held open by the create-timeout fault. */
   readonly held = new Set<Socket>();
   readonly log: Logger;
@@ -33,9 +36,19 @@ export class SimCore {
     return this.state.config;
   }
 
+  /** The pod's log (created with its first line). */
+  podLog(podId: string): PodLog {
+    let log = this.logs.get(podId);
+    if (!log) {
+      log = new PodLog(this.config.pods.logLines);
+      this.logs.set(podId, log);
+    }
+    return log;
+  }
+
   /** Starts a real pod for a new record; the API answers without waiting for it to boot. */
   boot(record: PodRecord): RealPod {
-    const pod = new RealPod(record, this.host);
+    const pod = new RealPod(record, this.host, this.podLog(record.id));
     this.pods.set(record.id, pod);
     pod.boot().catch((error: unknown) => this.log.error({ err: error, podId: record.id }, 'pod boot failed'));
     return pod;
@@ -43,9 +56,16 @@ export class SimCore {
 
   /** Gone from the API at once; resolves when no process of the pod is left. */
   async deletePod(record: PodRecord, by: DeletedBy): Promise<void> {
+    const log = this.podLog(record.id);
+    // A vanished pod's host stopped answering: nothing narrates its end, its streams just close.
+    if (by !== 'vanished') log.system('Terminating pod');
     this.state.markDeleted(record, by);
     this.log.debug({ podId: record.id, by }, 'pod deleted');
-    await this.pods.get(record.id)?.destroy();
+    try {
+      await this.pods.get(record.id)?.destroy();
+    } finally {
+      log.close();
+    }
   }
 
   /**
@@ -67,6 +87,8 @@ export class SimCore {
   async stopAll(): Promise<void> {
     for (const socket of this.held) socket.destroy();
     this.held.clear();
+    // Log streams stay open forever otherwise: they end with the simulator, first.
+    for (const log of this.logs.values()) log.close();
     await Promise.all([...this.pods.values()].map((pod) => pod.destroy()));
   }
 }

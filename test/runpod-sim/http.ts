@@ -8,7 +8,9 @@ export type Reply =
   | { kind: 'empty'; status: number }
   | { kind: 'problem'; problem: Problem }
   /** No answer at all until the client gives up (create-timeout fault). */
-  | { kind: 'hold' };
+  | { kind: 'hold' }
+  /** A body written over time (server-sent events): `open` writes the head and keeps the response. */
+  | { kind: 'stream'; status: number; open: (res: ServerResponse) => void };
 
 export const json = (status: number, body: unknown): Reply => ({ kind: 'json', status, body });
 export const empty = (status = 204): Reply => ({ kind: 'empty', status });
@@ -96,6 +98,9 @@ export function writeReply(res: ServerResponse, reply: Reply, headers: Record<st
     case 'empty':
       res.writeHead(reply.status);
       res.end();
+      return;
+    case 'stream':
+      reply.open(res);
       return;
     case 'problem': {
       const { headers: extra, ...body } = reply.problem;

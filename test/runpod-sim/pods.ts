@@ -24,12 +24,15 @@ import { mkdirSync } from 'node:fs';
 import net from 'node:net';
 import { dirname, join } from 'node:path';
 import { once } from 'node:events';
+import { constants } from 'node:os';
 import { Transform } from 'node:stream';
 import type { SimConfig } from './config.ts';
 import type { PodRecord, PortMapping } from './state.ts';
 import { splitArgs } from './argv.ts';
 import { clockSkewFunction, skewRunningClock } from './clock.ts';
 import { forwardWords, type PodForward } from './forward.ts';
+import { outputPipe, type OutputPipe } from './pipes.ts';
+import { LineSplitter, type PodLog } from './podlog.ts';
 import { hasListener, netNamespace, nowTicks, onlyChild, processesInNetNamespace, type ProcInfo, type ProcessTable } from './procs.ts';
 
 const PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -162,6 +165,10 @@ interface Container {
   listeners: Map<number, net.Server>;
   /** Set when the simulator itself ends the container (stop, restart, delete): no automatic restart. */
   intentional: boolean;
+  /** Set when the simulator SIGKILLs it: the launcher's exit status does not say so (unshare cannot re-raise SIGKILL). */
+  killed: boolean;
+  /** Resolves once its output is read to the end and its exit narrated. */
+  closed: Promise<void>;
 }
 
 export class RealPod {
@@ -177,13 +184,18 @@ export class RealPod {
   /** Open relays: the connection to the pod's inbound listener, and the client's. */
   private readonly relays = new Map<net.Socket, net.Socket>();
   private restartTimer: NodeJS.Timeout | null = null;
+  /** Containers started so far (names each one's output pipes). */
+  private starts = 0;
   private destroyed = false;
   private deletedAtTicks: number | null = null;
   private log = '';
+  /** The pod's lines for GET /v2/pods/{id}/logs (kept by SimCore: they outlive a fresh holder). */
+  private readonly podLog: PodLog;
 
-  constructor(record: PodRecord, ctx: PodHostContext) {
+  constructor(record: PodRecord, ctx: PodHostContext, podLog: PodLog) {
     this.record = record;
     this.ctx = ctx;
+    this.podLog = podLog;
   }
 
   /** The host directory and mount path of the pod's network volume (mounts.network), or two empty words. */
@@ -197,6 +209,8 @@ export class RealPod {
 
   /** Boots the pod: holder first, then its container. Failures are logged and leave the pod in ERROR. */
   async boot(): Promise<void> {
+    // No image is pulled here (the machine's own files are the pod's); the platform's narration is kept.
+    this.podLog.system(`Pulling image ${this.record.spec.image}`);
     const holder = spawn(
       'setpriv',
       ['--pdeathsig', 'KILL', 'unshare', '--mount', '--net', '--pid', '--uts', '--fork', '--mount-proc', '--kill-child=SIGKILL',
@@ -206,7 +220,12 @@ export class RealPod {
     );
     this.holder = holder;
     this.holderExited = exitOf(holder, Infinity);
-    holder.stderr.on('data', (chunk: Buffer) => this.append(chunk));
+    const holderErr = new LineSplitter();
+    holder.stderr.on('data', (chunk: Buffer) => {
+      this.append(chunk);
+      // Once the pod is being destroyed, its launcher's complaints about the kill are not the platform's.
+      for (const line of holderErr.push(chunk)) if (!this.destroyed) this.podLog.system(line);
+    });
     const ready = new Promise<boolean>((resolve) => {
       let buffered = '';
       holder.stdout.on('data', (chunk: Buffer) => {
@@ -215,12 +234,13 @@ export class RealPod {
       });
       holder.on('exit', () => resolve(false));
       holder.on('error', (error) => {
-        this.append(`[runpod-sim] cannot start the pod: ${error.message}\n`);
+        this.note(`cannot start the pod: ${error.message}`);
         resolve(false);
       });
     });
     void this.holderExited.then(() => this.onHolderExit());
     if (!(await ready) || this.destroyed) return;
+    this.podLog.system(`Pulled image ${this.record.spec.image}`);
     const pid = holder.pid === undefined ? null : onlyChild(holder.pid);
     this.initPid = pid;
     this.netNs = pid === null ? null : netNamespace(pid);
@@ -236,7 +256,16 @@ export class RealPod {
     if (this.destroyed || this.initPid === null || this.container) return;
     const listeners = keepPorts && this.lastListeners ? this.lastListeners : await this.openListeners();
     this.lastListeners = listeners;
+    this.starts += 1;
+    const fifo = (name: string): string => join(dirname(this.ctx.apiSocket), `${name}-${this.record.id}-${this.starts}.fifo`);
+    const stdout = await outputPipe(fifo('out'));
+    const stderr = await outputPipe(fifo('err')).catch((error: unknown) => {
+      closePipe(stdout);
+      throw error;
+    });
     if (this.destroyed || this.container) {
+      closePipe(stdout);
+      closePipe(stderr);
       if (!keepPorts) closeAll(listeners);
       return;
     }
@@ -245,6 +274,7 @@ export class RealPod {
     // The setup above runs with the simulator's PATH; the container's own (the create env may set
     // it) applies from the exec of its command on, as in Docker.
     const env = this.containerEnv(ports);
+    this.podLog.system('Created container');
     const proc = spawn(
       'setpriv',
       ['--pdeathsig', 'KILL', 'nsenter', '--target', String(this.initPid), '--mount', '--net', '--pid', '--uts', '--',
@@ -252,12 +282,35 @@ export class RealPod {
         'sh', '-c', hideCommandsScript(image?.withoutCommands ?? []) + clockSkewFunction(PATH.split(':')) + CONTAINER_SCRIPT, CONTAINER_SETUP_NAME,
         image?.ownSshd ? '1' : '0', env.PATH ?? PATH, this.record.clockOffsetSeconds === 0 ? '' : String(this.record.clockOffsetSeconds),
         ...(image?.entrypoint ?? []), ...this.command()],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...env, PATH } },
+      { stdio: ['ignore', stdout.writeFd, stderr.writeFd], env: { ...env, PATH } },
     );
-    proc.stdout.on('data', (chunk: Buffer) => this.append(chunk));
-    proc.stderr.on('data', (chunk: Buffer) => this.append(chunk));
-    proc.on('error', (error) => this.append(`[runpod-sim] cannot start the container: ${error.message}\n`));
-    const container: Container = { proc, listeners, intentional: false };
+    // The container holds the write ends now: the readers end once it (and all it started) is gone.
+    stdout.closeWriteEnd();
+    stderr.closeWriteEnd();
+    const [out, err] = [new LineSplitter(), new LineSplitter()];
+    stdout.reader.on('data', (chunk: Buffer) => this.containerOutput(chunk, out));
+    stderr.reader.on('data', (chunk: Buffer) => this.containerOutput(chunk, err));
+    const exited = new Promise<string>((resolve) => {
+      proc.once('exit', (code, signal) => {
+        const [status, name] = container.killed ? [137, 'SIGKILL'] : [code ?? 128 + (signal ? constants.signals[signal] : 0), signal];
+        resolve(`Container exited with code ${status}${name ? ` (${name})` : ''}`);
+      });
+      proc.once('error', (error) => {
+        this.note(`cannot start the container: ${error.message}`);
+        resolve('Container did not start');
+      });
+    });
+    proc.on('spawn', () => this.podLog.system('Started container'));
+    const drained = (pipe: OutputPipe): Promise<void> => new Promise((resolve) => {
+      pipe.reader.once('close', () => resolve());
+      pipe.reader.on('error', () => pipe.reader.destroy());
+    });
+    // Its last lines first, then its exit: the order a reader of the log expects.
+    const closed = Promise.all([exited, drained(stdout), drained(stderr)]).then(([exit]) => {
+      for (const line of [...out.end(), ...err.end()]) this.podLog.add('container', line);
+      this.podLog.system(exit);
+    });
+    const container: Container = { proc, listeners, intentional: false, killed: false, closed };
     this.container = container;
     const now = Date.now();
     this.record.startedAt = now;
@@ -275,7 +328,7 @@ export class RealPod {
     try {
       return splitArgs(args);
     } catch (error) {
-      this.append(`[runpod-sim] args do not split into words: ${(error as Error).message}\n`);
+      this.note(`args do not split into words: ${(error as Error).message}`);
       return [];
     }
   }
@@ -289,8 +342,9 @@ export class RealPod {
     this.killRelays();
     if (container) {
       container.intentional = true;
-      killTree(container.proc);
+      killTree(container);
       await exitOf(container.proc);
+      await closedOf(container);
       if (this.container === container) this.container = null;
     }
     if (!keepPorts && this.lastListeners) {
@@ -309,11 +363,12 @@ export class RealPod {
     const launcher = this.container?.proc.pid;
     if (launcher === undefined || this.destroyed) return;
     if (!(await skewRunningClock(launcher, CONTAINER_SETUP_NAME, offsetSeconds, PATH.split(':'), PATH))) {
-      this.append(`[runpod-sim] clock-skew: the running container ended before its clock could be skewed\n`);
+      this.note('clock-skew: the running container ended before its clock could be skewed');
     }
   }
 
   async restartContainer(): Promise<void> {
+    this.podLog.system('Restarting container');
     await this.stopContainer(true);
     this.record.restarts += 1;
     await this.startContainer(true);
@@ -326,7 +381,11 @@ export class RealPod {
     this.deletedAtTicks = nowTicks();
     if (this.restartTimer) clearTimeout(this.restartTimer);
     const container = this.container;
-    if (container) container.intentional = true;
+    if (container) {
+      container.intentional = true;
+      // Killed with the pod's namespace below, SIGKILL all the same.
+      container.killed = true;
+    }
     const holder = this.holder;
     if (holder?.pid !== undefined && this.initPid === null && isRunning(holder)) {
       // Deleted while booting: learn the namespace now, so the leak check can still see into it.
@@ -456,6 +515,7 @@ export class RealPod {
       this.restartTimer = null;
       if (this.destroyed || this.record.status !== 'RUNNING') return;
       this.record.restarts += 1;
+      this.podLog.system(`Restarting container (its main process exited; restart ${this.record.restarts})`);
       void this.startContainer(false);
     }, this.ctx.config.timings.restartDelayMs);
   }
@@ -467,7 +527,7 @@ export class RealPod {
   async exitOnItsOwn(): Promise<void> {
     const container = this.container;
     if (!container || this.destroyed) return;
-    killTree(container.proc);
+    killTree(container);
     await exitOf(container.proc);
     const giveUp = Date.now() + this.ctx.config.timings.restartDelayMs + 10_000;
     while (!this.destroyed && this.record.status === 'RUNNING' && (this.container === null || this.container === container) && Date.now() < giveUp) {
@@ -481,13 +541,25 @@ export class RealPod {
   }
 
   private fail(message: string): void {
-    this.append(`[runpod-sim] ${message}\n`);
+    this.note(message);
     this.record.status = 'ERROR';
     this.record.container = null;
     if (this.container) {
       this.container.intentional = true;
-      killTree(this.container.proc);
+      killTree(this.container);
     }
+  }
+
+  /** The container's own output: the admin log's bytes, and `container` lines. */
+  private containerOutput(chunk: Buffer, lines: LineSplitter): void {
+    this.append(chunk);
+    for (const line of lines.push(chunk)) this.podLog.add('container', line);
+  }
+
+  /** The simulator's own word on the pod: in the admin log, and a `system` line. */
+  private note(message: string): void {
+    this.append(`[runpod-sim] ${message}\n`);
+    this.podLog.system(message);
   }
 
   private append(chunk: Buffer | string): void {
@@ -502,13 +574,27 @@ export class RealPod {
  * unshare); the launcher exits once the init was reaped, i.e. once the whole container is gone.
  * Before the init exists, the launcher is killed and the parent-death signals do the rest.
  */
-function killTree(launcher: ChildProcess): void {
+function killTree(container: Container): void {
+  container.killed = true;
+  const launcher = container.proc;
   const pid = launcher.pid;
   if (pid === undefined) return;
   const unshare = onlyChild(pid);
   const init = unshare === null ? null : onlyChild(unshare);
   if (init !== null) tryKill(init);
   else killChild(launcher);
+}
+
+function closePipe(pipe: OutputPipe): void {
+  pipe.closeWriteEnd();
+  pipe.reader.destroy();
+}
+
+/** Resolves once the container's output is read to the end, or after `graceMs` (a pipe a stray process holds). */
+async function closedOf(container: Container, graceMs = 10000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([container.closed, new Promise<void>((resolve) => { timer = setTimeout(resolve, graceMs); })]);
+  clearTimeout(timer);
 }
 
 function isRunning(proc: ChildProcess): boolean {
