@@ -51,6 +51,7 @@ export function runpodRunCrd(): JsonSchema {
           column('Pod', '.status.pod.id', 'string', 'Runpod pod id'),
           column('$/hr', '.status.pod.costPerHour', 'string', 'Price of the pod per hour'),
           column('Cost', '.status.estimatedCostUsd', 'string', 'Estimated spend in USD'),
+          column('Retries', '.status.retries', 'integer', 'Tries begun after a failure (spec.retry)'),
           column('Age', '.metadata.creationTimestamp', 'date', 'Age of the run'),
           // A string, not a date: kubectl prints a future date column as <invalid>.
           column('Deadline', '.status.pod.deadline', 'string', 'When the pod is deleted whatever it does', 1),

@@ -125,6 +125,8 @@ const limits = z.strictObject({
     .meta({ description: 'SSH must answer with the pinned host key within this, else the next GPU type is tried.' }),
   queueTimeoutSeconds: z.number().int().min(0).max(604_800).default(3600)
     .meta({ description: 'How long the run may wait for room (the account spend limit) before it ends Failed/NoCapacity; nothing bills while it waits (0 to 7 days).' }),
+  activeDeadlineSeconds: z.number().int().min(30).max(2_592_000).optional()
+    .meta({ description: 'The whole run, every try and every wait included, ends Failed/DeadlineExceeded this long after its first create; each pod\'s deadline is never later (30 s to 720 h).' }),
 }).meta({ description: 'What bounds the pod\'s life and spend.' });
 
 /** Spec fields that may change after creation; every other one is immutable (a re-run is a new object). */
@@ -200,6 +202,12 @@ const specShape = {
     s3: s3Results.optional(),
   }).default({ path: 'output' }).meta({ description: 'What is retrieved when the job ends.' }),
   limits,
+  retry: z.strictObject({
+    limit: z.number().int().min(0).max(10).default(0)
+      .meta({ description: 'Further tries after a try that failed for the platform (its pod vanished, stopped or never booted: PodLost, BootFailed, BootTimeout, no GPU type ready), or whose job exited with a code in onExitCodes. Each try is a new pod, after the last is deleted (0 to 10).' }),
+    onExitCodes: z.array(z.number().int().min(1).max(255)).max(32).optional()
+      .meta({ description: 'Exit codes of the job that count as a failure worth another try; any other code ends the run Failed/JobFailed.' }),
+  }).default({ limit: 0 }).meta({ description: 'Tries after a failure: never after a cancel, invalid spec, credentials, balance, results too large, the run\'s deadline or its cost cap.' }),
   keepPod: z.boolean().default(false).meta({ description: 'Keep the pod after the job ends (debugging) until the run is deleted, cancel is set, or its deadline or cost cap passes.' }),
   cancel: z.boolean().default(false).meta({ description: 'Stop the job, keep what results exist, delete the pod; the run ends Failed/Cancelled.' }),
 };

@@ -11,7 +11,7 @@ export const reasons = [
   'Succeeded', 'NoCapacity', 'DeadlineExceeded', 'BootTimeout', 'BootFailed', 'JobFailed', 'ResultsUnverified',
   'Cancelled', 'InvalidSpec', 'CredentialsMissing', 'CredentialsRejected', 'InsufficientBalance', 'PodLost',
   'CostCapReached', 'Deleting', 'RateLimited', 'SpendLimitReached', 'CredentialsInsufficient',
-  'SshSecretConflict', 'ResultsTooLarge', 'CleanupBlocked', 'WaitingForCapacity', 'CredentialsInvalid',
+  'SshSecretConflict', 'ResultsTooLarge', 'CleanupBlocked', 'WaitingForCapacity', 'CredentialsInvalid', 'Retrying',
 ] as const;
 export type Reason = (typeof reasons)[number];
 
@@ -59,6 +59,8 @@ export const attempt = z.object({
   retryAfter: time.optional().meta({ description: 'A refused attempt (429, spend limit, or no capacity on any type) is not sent again before this time.' }),
   costUsd: usd.optional().meta({ description: 'Estimated spend of this attempt\'s pod once a later pod replaced it (counted in estimatedCostUsd).' }),
   lostAt: time.optional().meta({ description: 'When the create\'s answer was lost (timeout, 5xx, reset, a crash): the pod is looked for in lists taken after this.' }),
+  try: z.number().int().min(2).optional().meta({ description: 'The try of the run (spec.retry) the attempt belongs to, from the second on (absent: the first).' }),
+  reason: z.enum(reasons).optional().meta({ description: 'Why the try this attempt\'s pod ran ended, when another try followed (the reason the run would have ended with).' }),
 }).meta({ description: 'One create attempt.' });
 
 export const runpodRunStatus = z.object({
@@ -74,6 +76,8 @@ export const runpodRunStatus = z.object({
   waitingSince: time.optional().meta({ description: 'When the run began waiting for capacity or for room under the account spend limit; after spec.limits.queueTimeoutSeconds it ends Failed/NoCapacity.' }),
   completionTime: time.optional().meta({ description: 'When the run ended.' }),
   pod: podStatus.optional(),
+  retries: z.number().int().min(0).optional().meta({ description: 'Tries begun after a failure (spec.retry).' }),
+  nextTryAfter: time.optional().meta({ description: 'The next try (spec.retry) creates no pod before this time (a backoff from 10 s doubling to 5 min).' }),
   attempts: z.array(attempt).max(64).optional().meta({ description: 'Every create, recorded before its request is sent.' }),
   job: z.object({
     startedAt: time.optional().meta({ description: 'When the job started on the pod.' }),

@@ -19,6 +19,7 @@ import type { ReconcileResult } from '../kube/controller.ts';
 import type { Accounts } from './memory/accounts.ts';
 import { act, podView, protectSshKeys, type ActContext, type ReconcilerMetrics } from './act/act.ts';
 import { decide, learn, transitionEvent } from './decide/decide.ts';
+import { activeDeadlineMs } from './decide/retry.ts';
 import { stillCurrent } from './observe/fresh-view.ts';
 import { connectIfReady, type PodConnection } from './observe/pod-connection.ts';
 import { storedResultsOf } from './observe/stored-results.ts';
@@ -258,7 +259,7 @@ export class RunReconciler {
       buildCreateRequest: (attemptName, attemptNumber, gpuType) => {
         if (!spec || !sshKeys) throw new Error('cannot create a pod without a valid spec and SSH keys');
         return buildCreatePodRequest({
-          run, spec, sshKeys, attemptName, attemptNumber, gpuType, now, spentUsd: status.estimatedCostUsd,
+          run, spec, sshKeys, attemptName, attemptNumber, gpuType, now, spentUsd: status.estimatedCostUsd, runDeadlineMs: activeDeadlineMs(spec, status, now),
           clusterId: this.#options.clusterId, scope: this.#options.scope, runpodApiUrl: this.#options.runpodApiUrl, watchdogPeriodMs: this.#options.watchdogPeriodMs,
         });
       },

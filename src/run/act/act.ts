@@ -61,7 +61,9 @@ export async function act(action: Action, ctx: ActContext): Promise<Outcome | un
     case 'startJob': {
       if (!ctx.jobInputs) throw new Error('the job\'s env and files could not all be read from the namespace');
       const host = connectedHost(ctx);
-      await host.startJob(requireAccount(ctx).spec, ctx.jobInputs);
+      // The job knows which try it is (spec.retry): a retry may resume from what an earlier one left on a volume.
+      const env = { ...ctx.jobInputs.env, RUNPOD_OPERATOR_ATTEMPT: String(action.try) };
+      await host.startJob(requireAccount(ctx).spec, { ...ctx.jobInputs, env });
       return undefined;
     }
     case 'cancelJob':

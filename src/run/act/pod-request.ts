@@ -19,6 +19,8 @@ export interface PodRequestInput {
   runpodApiUrl: string;
   watchdogPeriodMs: number;
   now: Date;
+  /** limits.activeDeadlineSeconds' end (epoch ms), when set: no pod of the run outlives it. */
+  runDeadlineMs?: number | undefined;
   /** What the run's earlier pods cost (status.estimatedCostUsd): this pod's watchdog gets the rest of the cap. */
   spentUsd?: string | undefined;
 }
@@ -32,7 +34,7 @@ function remainingCap(cap: string | undefined, spentUsd: string | undefined): st
 export function buildCreatePodRequest(input: PodRequestInput): CreatePodRequest {
   const { spec } = input;
   // The pod is created a moment after this; a deadline counted from now errs on the early side.
-  const deadline = Math.floor(input.now.getTime() / 1000) + spec.limits.maxRuntimeSeconds;
+  const deadline = Math.min(Math.floor(input.now.getTime() / 1000) + spec.limits.maxRuntimeSeconds, Math.floor((input.runDeadlineMs ?? Infinity) / 1000));
   return {
     name: input.attemptName,
     image: spec.image,

@@ -18,6 +18,7 @@ import { adoptAfterAmbiguousCreate, provision } from './provisioning.ts';
 import { followJobOverSsh, followPod } from './following.ts';
 import { applyRetrievalOutcome } from './learn.ts';
 import { updateCost } from './cost.ts';
+import { activeDeadlineMs } from './retry.ts';
 import { done, everCreated, fail, isLive, markCurrentPodForDeletion, phase, step, wait, type Context, type Step } from './step.ts';
 
 export { applyCreateOutcome, applyProbeOutcome, applyRetrievalOutcome, learn } from './learn.ts';
@@ -104,6 +105,12 @@ function decideStep(ctx: Context): Step {
     return fail(ctx, 'Cancelled', status.results?.retrievedAt
       ? 'cancelled by spec.cancel; the results that existed were retrieved and the pod deleted'
       : 'cancelled by spec.cancel; the pod was deleted');
+  }
+  const runEnd = activeDeadlineMs(spec, status);
+  // A live pod's deadline is never later (its watchdog has it): the controller's margin applies as there.
+  if (runEnd !== undefined && obs.now.getTime() > runEnd + (podAlive ? obs.settings.deadlineMarginMs : 0)) {
+    const pending = podAlive ? '; deleted by the controller' : '';
+    return fail(ctx, 'DeadlineExceeded', `the run outlived spec.limits.activeDeadlineSeconds (${spec.limits.activeDeadlineSeconds ?? ''}s after its first create, ${status.attempts?.[0]?.time ?? ''})${pending}`);
   }
   if (!isLive(pod)) return provision(ctx, spec);
   return followPod({ ...ctx, pod, list: obs.pods }, spec);

@@ -11,6 +11,7 @@ import { missingAtDeadline, podMissing, podStopped, watchdogCouldNotDelete } fro
 import { graceRenewal, retrieveGraceEnd } from './grace.ts';
 import { VERDICT_BOUND_SECONDS } from '../../pod/protocol.ts';
 import { verdictBoundMs } from './timings.ts';
+import { currentTry, endTry, failOrRetry, retryAllowed } from './retry.ts';
 
 export function followPod(ctx: PodContext, spec: RunpodRunSpec): Step {
   const { obs, status, pod, list } = ctx;
@@ -64,7 +65,7 @@ export function followPod(ctx: PodContext, spec: RunpodRunSpec): Step {
   const graceOver = gracePassed(ctx, spec);
   if (graceOver) {
     pod.state = 'Deleting';
-    return fail(ctx, ...graceOver);
+    return endTry(ctx, ...graceOver);
   }
   const cap = spec.limits.maxCostUsd;
   if (cap !== undefined && status.estimatedCostUsd !== undefined && Number(status.estimatedCostUsd) >= Number(cap)) {
@@ -124,7 +125,7 @@ export function followJobOverSsh(ctx: LivePodContext, spec: RunpodRunSpec): Step
   const graceOver = gracePassed(ctx, spec);
   if (graceOver) {
     ctx.pod.state = 'Deleting';
-    return fail(ctx, ...graceOver);
+    return endTry(ctx, ...graceOver);
   }
   return followJob(ctx, spec);
 }
@@ -140,13 +141,13 @@ function followJob(ctx: LivePodContext, spec: RunpodRunSpec): Step {
       : state.watchdog.status === 'failed' ? `its watchdog cannot delete it (${state.watchdog.reason}); the job is not started` : undefined;
   if (bootFailure) {
     pod.state = 'Deleting';
-    return fail(ctx, 'BootFailed', `pod ${pod.name}: ${bootFailure}`);
+    return endTry(ctx, 'BootFailed', `pod ${pod.name}: ${bootFailure}`);
   }
   if (state.job.status === 'none' && (state.bootstrap.status === 'pending' || state.watchdog.status === 'pending')) {
     if (obs.now.getTime() > readySince(status) + verdictBoundMs + obs.settings.deadlineMarginMs) {
       pod.state = 'Deleting';
       const missing = state.bootstrap.status === 'pending' ? 'the bootstrap' : 'its watchdog';
-      return fail(ctx, 'BootFailed', `pod ${pod.name}: no verdict from ${missing} within ${verdictBoundMs / 1000}s of readiness (+ --deadline-margin); the job is not started and the pod is deleted`);
+      return endTry(ctx, 'BootFailed', `pod ${pod.name}: no verdict from ${missing} within ${verdictBoundMs / 1000}s of readiness (+ --deadline-margin); the job is not started and the pod is deleted`);
     }
     const what = state.bootstrap.status === 'pending' ? 'its bootstrap to finish' : 'its watchdog to prove that its key can read (and so delete) the pod';
     phase(ctx, 'Running', 'PodReady', `pod ${pod.name} is ready; waiting for ${what} (up to ${VERDICT_BOUND_SECONDS}s: Runpod's answers may lag or be refused for a while)`);
@@ -164,7 +165,7 @@ function followJob(ctx: LivePodContext, spec: RunpodRunSpec): Step {
       if (job.startedAt) {
         // The pod's state went with its disk and its run directory with it: starting again would run the job twice.
         pod.state = 'Deleting';
-        return fail(ctx, 'PodLost', `pod ${pod.name} no longer knows the job that started at ${job.startedAt} (its state and run directory are gone); ${whatIsKnown(status)}; the pod is deleted`);
+        return endTry(ctx, 'PodLost', `pod ${pod.name} no longer knows the job that started at ${job.startedAt} (its state and run directory are gone); ${whatIsKnown(status)}; the pod is deleted`);
       }
       if (spec.cancel) { pod.state = 'Deleting'; return step({ type: 'none' }); }
       if (spec.limits.maxCostUsd !== undefined && !(Number(pod.costPerHour ?? 0) > 0)) {
@@ -173,7 +174,7 @@ function followJob(ctx: LivePodContext, spec: RunpodRunSpec): Step {
         return wait(obs.settings.pollIntervalMs);
       }
       phase(ctx, 'Running', 'PodReady', `pod ${pod.name} is ready; starting the job`);
-      return step({ type: 'startJob' });
+      return step({ type: 'startJob', try: currentTry(status) });
     case 'starting':
     case 'running':
       if (spec.cancel) return step({ type: 'cancelJob' }, 2000);
@@ -187,7 +188,7 @@ function followJob(ctx: LivePodContext, spec: RunpodRunSpec): Step {
         return retrieve(ctx, `pod ${pod.name} restarted its container after the job exited with code ${job.exitCode}; retrieving and verifying its results from the pod's volume`);
       }
       pod.state = 'Deleting';
-      return fail(ctx, 'PodLost', `pod ${pod.name} restarted its container: the job's exit code is lost; ${whatIsKnown(status)}; the pod is deleted`);
+      return endTry(ctx, 'PodLost', `pod ${pod.name} restarted its container: the job's exit code is lost; ${whatIsKnown(status)}; the pod is deleted`);
     case 'exited': {
       job.exitCode = state.job.exitCode ?? undefined;
       if (obs.status.job?.exitCode === undefined && job.exitCode !== 0) {
@@ -196,6 +197,9 @@ function followJob(ctx: LivePodContext, spec: RunpodRunSpec): Step {
         ctx.events.push({ type: 'Warning', reason: 'JobFailed', note: `the job exited with code ${job.exitCode ?? 'unknown'}; last lines of its log:\n${tail}` });
       }
       if (state.job.endedAt !== null) job.finishedAt ??= podTime(state.job.endedAt, Date.parse(job.startedAt ?? ''), obs.now);
+      // A code spec.retry names is retried without retrieving: the next try's results replace these.
+      const failure = { by: 'job', exitCode: job.exitCode } as const;
+      if (job.exitCode !== 0 && retryAllowed(ctx, failure)) return failOrRetry(ctx, failure, 'JobFailed', `the job on pod ${pod.name} exited with code ${job.exitCode ?? 'unknown'} (spec.retry.onExitCodes); its results are not retrieved`);
       return retrieve(ctx, `the job exited with code ${job.exitCode ?? 'unknown'}; retrieving and verifying its results`);
     }
   }

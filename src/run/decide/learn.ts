@@ -28,7 +28,7 @@ export function applyCreateOutcome(obs: Observation, status: RunpodRunStatus, at
       retireCurrentPod(status);
       // The capacity wait is over: nothing stays queued to be sent again.
       for (const other of status.attempts ?? []) delete other.retryAfter;
-      status.pod = podStatusFrom(outcome.pod, attempt.gpuType, obs);
+      status.pod = podStatusFrom(outcome.pod, attempt.gpuType, obs, status);
       phase(ctx, 'Provisioning', 'WaitingForSsh', `pod ${outcome.pod.name} (${outcome.pod.id}) created on ${attempt.gpuType}`);
       return;
     case 'capacity':

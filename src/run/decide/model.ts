@@ -129,7 +129,7 @@ export type Action =
   | { type: 'startPod'; podId: string }
   | { type: 'lookForGonePod'; podId: string }
   | { type: 'setKeep'; keep: boolean }
-  | { type: 'startJob' }
+  | { type: 'startJob'; try: number }
   | { type: 'cancelJob' }
   | { type: 'retrieveResults' }
   /** While a transfer waits or moves: the pod's retrieve grace is extended to this many seconds from now (retrieve.until). */

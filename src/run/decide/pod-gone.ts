@@ -5,8 +5,9 @@ import { conditionIs } from './conditions.ts';
 import type { Reason } from '../../api/status.ts';
 import type { DeleteFailure } from '../../pod/index.ts';
 import { reasonOfDeleteRule, whatIsKnown } from './pod-ended.ts';
-import { fail, phase, step, wait, type Context, type LivePodContext, type PodContext, type Step } from './step.ts';
+import { phase, step, wait, type Context, type LivePodContext, type PodContext, type Step } from './step.ts';
 import { retrieveGraceEnd } from './grace.ts';
+import { endTry } from './retry.ts';
 
 /** The current pod is not in the list: gone on its own (watchdog, host failure) or a listing lag. */
 export function podMissing(ctx: PodContext, deadline: number): Step {
@@ -29,7 +30,7 @@ export function podMissing(ctx: PodContext, deadline: number): Step {
   if (evidence?.lookedAt && list.listedAt <= evidence.lookedAt) return wait(Math.min(obs.settings.pollIntervalMs, 5000));
   pod.state = 'Deleted';
   pod.deletedAt ??= obs.now.toISOString();
-  return fail(ctx, ...whyItWentMissing(ctx, deadline, missingSince));
+  return endTry(ctx, ...whyItWentMissing(ctx, deadline, missingSince));
 }
 
 /**
@@ -39,7 +40,7 @@ export function podMissing(ctx: PodContext, deadline: number): Step {
  */
 export function missingAtDeadline(ctx: Context, deadline: number, missingSince: string): Step {
   const [reason, message] = whyItWentMissing(ctx, deadline, missingSince);
-  return fail(ctx, reason, `${message}; not listed since ${missingSince}; the controller deletes it to be safe`);
+  return endTry(ctx, reason, `${message}; not listed since ${missingSince}; the controller deletes it to be safe`);
 }
 
 /** The watchdog's reasons judged when the pod went missing (the first list without it), not now. */
@@ -65,7 +66,7 @@ export function podStopped(ctx: PodContext, state: 'EXITED' | 'ERROR', deadline:
     return step({ type: 'none' });
   }
   const [reason, message] = whyThePodWent(ctx, deadline, state);
-  return fail(ctx, reason, `${message}; the controller deletes it`);
+  return endTry(ctx, reason, `${message}; the controller deletes it`);
 }
 
 /**
@@ -102,7 +103,7 @@ export function watchdogCouldNotDelete(ctx: LivePodContext, failure: DeleteFailu
     phase(ctx, 'Retrieving', 'Retrieving', what);
     return step({ type: 'none' });
   }
-  return fail(ctx, reason, `${what}; ${whatIsKnown(status)}`);
+  return endTry(ctx, reason, `${what}; ${whatIsKnown(status)}`);
 }
 
 /**

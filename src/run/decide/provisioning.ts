@@ -6,6 +6,7 @@ import type { RunpodRunSpec } from '../../api/spec.ts';
 import { isRefused, judgeRefusedAttempt, nextCapacityRound, queueDeadline } from './refused-creates.ts';
 import { fail, phase, step, wait, type Context, type Step } from './step.ts';
 import { formatUsd, retireCurrentPod } from './cost.ts';
+import { activeDeadlineMs, attemptsOfThisTry, currentTry, failOrRetry, waitForNextTry } from './retry.ts';
 
 /** Attempts a run may make before it gives up (bounded status size). */
 const maxAttempts = 32;
@@ -29,7 +30,7 @@ function adoptOrGiveUp(ctx: Context, lost: NonNullable<RunpodRunStatus['attempts
     lost.podId = found.id;
     lost.message = 'adopted after the create answer was lost';
     retireCurrentPod(status);
-    status.pod = podStatusFrom(found, lost.gpuType, obs);
+    status.pod = podStatusFrom(found, lost.gpuType, obs, status);
     return;
   }
   if (!lost.lostAt) {
@@ -59,7 +60,9 @@ export function provision(ctx: Context, spec: RunpodRunSpec): Step {
     phase(ctx, 'Provisioning', 'Provisioning', `looking for pod ${lost.name}: its create answer was lost`);
     return wait(obs.settings.pollIntervalMs);
   }
-  const last = status.attempts?.at(-1);
+  const retrying = waitForNextTry(ctx);
+  if (retrying) return retrying;
+  const last = attemptsOfThisTry(status).at(-1);
   if (last && isRefused(last)) {
     const verdict = judgeRefusedAttempt(obs, status, last, spec.limits.queueTimeoutSeconds);
     if (verdict.kind === 'timedOut') return fail(ctx, 'NoCapacity', verdict.message);
@@ -86,21 +89,25 @@ export function provision(ctx: Context, spec: RunpodRunSpec): Step {
   } else {
     return step({ type: 'readCatalog' });
   }
-  const attempts = status.attempts ?? [];
+  const all = status.attempts ?? [];
+  const attempts = attemptsOfThisTry(status);
   const next = nextCandidate(candidates, attempts);
   if (!next) {
     const retryable = retryableAfterTheWalk(attempts);
     if (retryable.length > 0) return waitForCapacity(ctx, spec, retryable);
   }
-  if (!next || attempts.length >= maxAttempts) {
+  if (!next || all.length >= maxAttempts) {
     const tried = [...new Set(attempts.map((a) => a.gpuType))].join(', ');
-    return fail(ctx, 'NoCapacity', candidates.length === 0
-      ? 'no GPU type offered on this cloud matches gpu.auto (minVramGb, maxPricePerHour, gpu.count, dataCenterIds)'
-      : `no GPU type could be provisioned (tried: ${tried || 'none'})`);
+    if (candidates.length === 0) return fail(ctx, 'NoCapacity', 'no GPU type offered on this cloud matches gpu.auto (minVramGb, maxPricePerHour, gpu.count, dataCenterIds)');
+    const message = `no GPU type could be provisioned (tried: ${tried || 'none'})`;
+    // Pods that never got ready on any type are the platform's failure (a retry may find other hosts).
+    const notReady = attempts.length > 0 && all.length < maxAttempts && attempts.some((a) => a.outcome === 'NotReady');
+    return notReady ? failOrRetry(ctx, { by: 'platform' }, 'NoCapacity', message) : fail(ctx, 'NoCapacity', message);
   }
-  const attemptNumber = attempts.length + 1;
+  const attemptNumber = all.length + 1;
   const attemptName = podName(obs.run.name, attemptNumber);
-  status.attempts = [...attempts, { name: attemptName, gpuType: next.gpuType, time: obs.now.toISOString(), outcome: 'Pending' }];
+  const nth = currentTry(status);
+  status.attempts = [...all, { name: attemptName, gpuType: next.gpuType, time: obs.now.toISOString(), outcome: 'Pending', ...(nth > 1 ? { try: nth } : {}) }];
   phase(ctx, 'Provisioning', 'Provisioning', `creating pod ${attemptName} on ${next.gpuType}`);
   return step({ type: 'createPod', attemptName, gpuType: next.gpuType, attemptNumber });
 }
@@ -159,7 +166,7 @@ function waitForCapacity(ctx: Context, spec: RunpodRunSpec, retryable: NonNullab
 function sendQueuedForCapacity(ctx: Context, spec: RunpodRunSpec): Step | undefined {
   const { obs, status } = ctx;
   const attempts = status.attempts ?? [];
-  const queued = attempts.filter((a) => waitableOutcomes.has(a.outcome) && a.retryAfter !== undefined);
+  const queued = attemptsOfThisTry(status).filter((a) => waitableOutcomes.has(a.outcome) && a.retryAfter !== undefined);
   if (queued.length === 0) return undefined;
   const now = obs.now.getTime();
   const until = queueDeadline(status, now, spec.limits.queueTimeoutSeconds);
@@ -204,9 +211,10 @@ export function podName(runName: string, attempt: number): string {
   return `${runName.slice(0, 60)}-${attempt}`;
 }
 
-export function podStatusFrom(pod: PodView, gpuType: string, obs: Observation): NonNullable<RunpodRunStatus['pod']> {
+export function podStatusFrom(pod: PodView, gpuType: string, obs: Observation, status: RunpodRunStatus): NonNullable<RunpodRunStatus['pod']> {
   const createdAt = pod.createdAt ?? obs.now.toISOString();
   const maxRuntimeMs = obs.spec.ok ? obs.spec.spec.limits.maxRuntimeSeconds * 1000 : 0;
+  const runEnd = obs.spec.ok ? activeDeadlineMs(obs.spec.spec, status) ?? Infinity : Infinity;
   return {
     id: pod.id,
     name: pod.name,
@@ -215,7 +223,7 @@ export function podStatusFrom(pod: PodView, gpuType: string, obs: Observation): 
     dataCenterId: pod.dataCenterId,
     costPerHour: pod.costPerHour === undefined ? undefined : formatUsd(pod.costPerHour),
     createdAt,
-    deadline: new Date(Date.parse(createdAt) + maxRuntimeMs).toISOString(),
+    deadline: new Date(Math.min(Date.parse(createdAt) + maxRuntimeMs, runEnd)).toISOString(),
     state: pod.status,
   };
 }

@@ -66,7 +66,7 @@ function harness(options: HarnessOptions = {}): Harness {
   const jobHost: JobHost = {
     connected: true, sound: true, probe: unexpected('probe'), readState: unexpected('readState'),
     setKeep: (keep) => { calls.push(`setKeep ${keep}`); return Promise.resolve(); },
-    startJob: (_spec, inputs) => { calls.push(`startJob ${Object.keys(inputs.env).join(',')}`); return Promise.resolve(); },
+    startJob: (_spec, inputs) => { calls.push(`startJob ${Object.entries(inputs.env).map(([name, value]) => `${name}=${value}`).join(',')}`); return Promise.resolve(); },
     cancelJob: () => { calls.push('cancelJob'); return Promise.resolve(); },
     renewRetrieveGrace: (seconds) => { calls.push(`renewRetrieveGrace ${seconds}`); return Promise.resolve(); },
     ...options.host,
@@ -421,15 +421,15 @@ test('probeSsh: an abort is thrown, not taken for "not yet"', async () => {
 
 // --- the job's steps ------------------------------------------------------------------------------
 
-test('startJob sends the spec and the job inputs through the job host', async () => {
+test('startJob sends the spec and the job inputs through the job host, with the try in RUNPOD_OPERATOR_ATTEMPT', async () => {
   const h = harness();
-  assert.equal(await act({ type: 'startJob' }, h.ctx), undefined);
-  assert.deepEqual(h.calls, ['startJob A']);
+  assert.equal(await act({ type: 'startJob', try: 2 }, h.ctx), undefined);
+  assert.deepEqual(h.calls, [`startJob ${Object.entries(h.ctx.jobInputs?.env ?? {}).map(([name, value]) => `${name}=${value}`).join(',')},RUNPOD_OPERATOR_ATTEMPT=2`]);
 });
 
 test('startJob without its inputs throws before touching the pod', async () => {
   const h = harness({ ctx: { jobInputs: undefined } });
-  await assert.rejects(act({ type: 'startJob' }, h.ctx), /env and files could not all be read/);
+  await assert.rejects(act({ type: 'startJob', try: 1 }, h.ctx), /env and files could not all be read/);
   assert.deepEqual(h.calls, []);
 });
 
@@ -442,7 +442,7 @@ for (const action of [{ type: 'cancelJob' }, { type: 'setKeep', keep: true }, { 
   });
 }
 
-for (const action of [{ type: 'startJob' }, { type: 'cancelJob' }, { type: 'setKeep', keep: true }, { type: 'renewRetrieveGrace', seconds: 120 }] as const) {
+for (const action of [{ type: 'startJob', try: 1 }, { type: 'cancelJob' }, { type: 'setKeep', keep: true }, { type: 'renewRetrieveGrace', seconds: 120 }] as const) {
   test(`${action.type} without a connection to the pod throws and sends nothing`, async () => {
     const h = harness({ host: { connected: false } });
     await assert.rejects(act(action, h.ctx), /no SSH connection to the pod this time/);

@@ -358,7 +358,7 @@ describe('decide: ending early', () => {
     const status = readyStatus();
     status.job = { startedAt: at(10).toISOString() };
     const forgot = decide(observe({ now: at(70), pods: { listedAt: at(70), items: [pod({ ssh })] }, podState: state() }, status));
-    assert.notDeepEqual(forgot.action, { type: 'startJob' });
+    assert.notDeepEqual(forgot.action, { type: 'startJob', try: 1 });
     assert.equal(forgot.status.reason, 'PodLost');
     assert.equal(forgot.status.pod?.state, 'Deleting');
     assert.match(forgot.status.message!, /no longer knows the job that started at \S+/);
@@ -466,7 +466,7 @@ describe('decide: the job on a ready pod', () => {
   });
 
   test('starts the job, follows it, and retrieves once it exited', () => {
-    assert.deepEqual(decide(observe({ ...listed(), podState: state() }, readyStatus())).action, { type: 'startJob' });
+    assert.deepEqual(decide(observe({ ...listed(), podState: state() }, readyStatus())).action, { type: 'startJob', try: 1 });
     const running = decide(observe({ ...listed(), podState: state({}, { status: 'running', startedAt: 1_800_000_000 }) }, readyStatus()));
     assert.equal(running.status.reason, 'JobRunning');
     assert.ok(running.status.conditions?.some((c) => c.type === 'JobStarted' && c.status === 'True'));

@@ -245,10 +245,10 @@ describe('maxCostUsd is never silently off, and counts every pod of the run (ite
       first.status.pod!.sshPort = ssh.port;
       applyProbeOutcome(observe(2, first.status, { spec: capped }), first.status, { kind: 'ready' });
       const d = decide(observe(5, first.status, { spec: capped, podState: state() }, [pod({ costPerHour })]));
-      assert.notDeepEqual(d.action, { type: 'startJob' }, String(costPerHour));
+      assert.notDeepEqual(d.action, { type: 'startJob', try: 1 }, String(costPerHour));
       assert.match(d.status.message!, /maxCostUsd[^]*price/, String(costPerHour));
       // An uncapped run starts at once.
-      assert.deepEqual(decide(observe(5, first.status, { podState: state() }, [pod({ costPerHour })])).action, { type: 'startJob' });
+      assert.deepEqual(decide(observe(5, first.status, { podState: state() }, [pod({ costPerHour })])).action, { type: 'startJob', try: 1 });
     }
   });
 
