@@ -5,6 +5,8 @@
 // The job runs under a small sh supervisor in its own session (setsid): it survives the SSH session
 // and the controller, and it records the pid, the end time and the exit code itself. The job gets a
 // session of its own too, so that a cancel signals the job's process group and never the supervisor.
+// The job writes to job.log itself; the supervisor copies job.log, as it grows, to the container's
+// stdout (PID 1's), so that Runpod's console and the `container` lines of its log stream show it.
 import { z } from 'zod';
 import { shellJoin, shellQuote } from '../ssh/shell.ts';
 import { DEFAULT_RUN_DIR, DEFAULT_STATE_DIR, POD_FILES } from './protocol.ts';
@@ -68,9 +70,17 @@ export function writeJobEnvCommand(options: { stateDir?: string } = {}): string 
   ].join('\n');
 }
 
+/**
+ * PID 1's stdout: the container's log (Runpod's console, the `container` lines of GET
+ * /v2/pods/{id}/logs). A pipe, reopened by its /proc path.
+ */
+export const CONTAINER_STDOUT = '/proc/1/fd/1';
+
 const startJobOptionsSchema = z.strictObject({
   runDir: runDirSchema,
   stateDir: stateDirSchema,
+  /** Where job.log is copied as it grows (the container's stdout); a test run outside a pod names a file. */
+  console: absolutePath.default(CONTAINER_STDOUT),
   /** Exec form, run in the run directory. */
   command: z.array(z.string().refine((arg) => !arg.includes('\0'), 'no NUL bytes')).min(1),
   shell: shellSchema,
@@ -84,7 +94,7 @@ export type StartJobOptions = z.input<typeof startJobOptionsSchema>;
  * the job itself runs in the run directory.
  */
 export function startJobCommand(options: StartJobOptions): string {
-  const { runDir, stateDir, command, shell } = startJobOptionsSchema.parse(options);
+  const { runDir, stateDir, command, shell, console: consolePath } = startJobOptionsSchema.parse(options);
   // The job's own shell reads the image's env, then the job's, then execs the command: the
   // supervisor's env stays untouched, so a job PATH cannot hide mv or date from it.
   const jobShell = [
@@ -104,6 +114,7 @@ export function startJobCommand(options: StartJobOptions): string {
     `setsid ${shell} -c ${shellQuote(jobShell)} runpod-operator-job "$@" </dev/null &`,
     'pid=$!',
     writeAtomically(F.jobPid, '"$pid"'),
+    consoleCopy(consolePath),
     'wait "$pid"',
     'code=$?',
     writeAtomically(F.jobEnded, '"$(date +%s)"'),
@@ -119,6 +130,34 @@ export function startJobCommand(options: StartJobOptions): string {
     `setsid ${shell} -c ${shellQuote(supervisor)} runpod-operator-supervisor ${shellJoin(command)} </dev/null >>${F.jobLog} 2>&1 &`,
     `echo "${START_TAG} started $t"`,
   ].join('\n');
+}
+
+/**
+ * The console copy, in the background of the supervisor: every second, what job.log gained since the
+ * last look, to `target`; once job.exit is there (checked before the look, so every byte the job
+ * wrote is in job.log), a last look, then it ends. job.log itself is never touched: the job writes to
+ * it directly, and the copy's own failures (no console, a reader gone) go nowhere. Bytes, not lines: a
+ * line in two looks reaches the console in two writes, in order.
+ */
+function consoleCopy(target: string): string {
+  const loop = [
+    'o=0',
+    'while :; do',
+    "  l=''",
+    `  if [ -e ${F.jobExit} ]; then l=1; fi`,
+    `  s=$(($(wc -c <${F.jobLog})))`,
+    `  if [ "$s" -gt "$o" ] && tail -c +$((o + 1)) ${F.jobLog} >${F.jobConsole}; then`,
+    `    n=$(($(wc -c <${F.jobConsole})))`,
+    `    cat ${F.jobConsole}`,
+    '    o=$((o + n))',
+    '  fi',
+    '  if [ -n "$l" ]; then break; fi',
+    '  sleep 1',
+    'done',
+    `rm -f ${F.jobConsole}`,
+  ];
+  // stderr first: a console that cannot be opened is said to /dev/null, not to job.log.
+  return `(\n${loop.join('\n')}\n) </dev/null 2>/dev/null >${shellQuote(target)} &`;
 }
 
 const startLineSchema = z.union([

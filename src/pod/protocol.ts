@@ -77,6 +77,8 @@ export const POD_FILES = {
   jobCancelled: 'job.cancelled',
   /** The job's stdout and stderr (and the supervisor's and canceller's notes). */
   jobLog: 'job.log',
+  /** What the supervisor's console copy read from job.log in its last look (it copies job.log to the container's stdout). */
+  jobConsole: 'job.console',
   /** Marker: the controller retrieved and verified the results; the watchdog deletes the pod. */
   retrieved: 'retrieved',
   /**

@@ -46,6 +46,14 @@ function stateOf(dir: string): string {
   return join(dirname(dir), 'state dir');
 }
 
+/**
+ * Where the supervisor copies job.log in these tests (on a pod: PID 1's stdout; here that would be the
+ * machine's own init's).
+ */
+function consoleOf(dir: string): string {
+  return join(dirname(dir), 'console');
+}
+
 after(() => {
   for (const root of roots) rmSync(root, { recursive: true, force: true });
 });
@@ -68,7 +76,7 @@ for (const shell of SHELLS) {
       assert.deepEqual((await state(dir)).job, { status: 'none', startedAt: null, endedAt: null, exitCode: null, pid: null, cancelled: false });
       const command = ['sh', '-c', 'echo "to stdout in $(pwd)"; echo to stderr >&2; sleep 1; exit 3'];
       const before = Math.floor(Date.now() / 1000);
-      const started = await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), command, shell }));
+      const started = await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), console: consoleOf(dir), command, shell }));
       assert.equal(started.code, 0, started.stderr);
       const start = parseStartOutput(started.stdout);
       assert.equal(start.outcome, 'started');
@@ -87,8 +95,38 @@ for (const shell of SHELLS) {
       const supervisor = Number(readFileSync(join(stateOf(dir), 'job.supervisor'), 'utf8'));
       assert.notEqual(supervisor, done.job.pid);
 
-      const again = parseStartOutput((await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), command, shell }))).stdout);
+      const again = parseStartOutput((await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), console: consoleOf(dir), command, shell }))).stdout);
       assert.deepEqual(again, { outcome: 'already-started' });
+    });
+
+    test('the supervisor copies job.log to the console as it grows; job.log stays the job\'s own output, byte for byte', async () => {
+      const dir = runDir();
+      const read = (path: string): string => (existsSync(path) ? readFileSync(path, 'utf8') : '');
+      const log = join(stateOf(dir), 'job.log');
+      const script = 'echo first; while [ ! -e go ]; do sleep 1; done; printf "no newline"; echo " then stderr" >&2; ' +
+        'i=0; while [ $i -lt 20000 ]; do echo "line $i"; i=$((i + 1)); done';
+      await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), console: consoleOf(dir), command: ['sh', '-c', script], shell }));
+      await eventually('the first line on the console', () => read(consoleOf(dir)) === 'first\n');
+      assert.equal((await state(dir)).job.status, 'running', 'the copy follows the job while it runs');
+      writeFileSync(join(dir, 'go'), '');
+      const done = await ended(dir);
+      assert.equal(done.job.exitCode, 0);
+      const lines = Array.from({ length: 20000 }, (_, i) => `line ${i}\n`).join('');
+      assert.equal(read(log), `first\nno newline then stderr\n${lines}`);
+      await eventually('the whole log on the console', () => read(consoleOf(dir)).length === read(log).length);
+      assert.equal(read(consoleOf(dir)), read(log));
+      await eventually('the copy to end and remove its chunk', () => !existsSync(join(stateOf(dir), 'job.console')));
+    });
+
+    test('a console that cannot be opened changes nothing: the job runs, job.log holds only its output', async () => {
+      const dir = runDir();
+      const console = join(dir, 'no such directory', 'console');
+      await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), console, command: ['sh', '-c', 'echo out; echo err >&2'], shell }));
+      const done = await ended(dir);
+      assert.equal(done.job.exitCode, 0);
+      assert.equal(readFileSync(join(stateOf(dir), 'job.log'), 'utf8'), 'out\nerr\n');
+      await eventually('the copy to end', () => !existsSync(join(stateOf(dir), 'job.console')));
+      assert.equal(readFileSync(join(stateOf(dir), 'job.log'), 'utf8'), 'out\nerr\n');
     });
 
     test('hostile arguments and env values reach the job byte for byte; nothing is evaluated', async () => {
@@ -101,7 +139,7 @@ for (const shell of SHELLS) {
       // The job writes its argv and its env values, NUL-separated, to files.
       const script = 'for a in "$@"; do printf "%s\\0" "$a"; done > args.out; i=0; while [ $i -lt ' + HOSTILE.length +
         ' ]; do eval "printf \'%s\\0\' \\"\\$HOSTILE_$i\\""; i=$((i + 1)); done > env.out';
-      const start = await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), command: ['sh', '-c', script, 'job', ...HOSTILE], shell }));
+      const start = await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), console: consoleOf(dir), command: ['sh', '-c', script, 'job', ...HOSTILE], shell }));
       assert.equal(parseStartOutput(start.stdout).outcome, 'started');
       const done = await ended(dir);
       assert.equal(done.job.exitCode, 0, done.logTail);
@@ -116,19 +154,19 @@ for (const shell of SHELLS) {
       writeFileSync(join(stateOf(dir), 'image.env'), "export FROM_IMAGE='image'\nexport BOTH='image'\n");
       writeFileSync(join(stateOf(dir), 'job.env'), jobEnvFile({ BOTH: 'job', PATH: '/nonexistent' }));
       const command = ['/bin/sh', '-c', 'printf "%s %s %s" "$FROM_IMAGE" "$BOTH" "$PATH" > env.out'];
-      assert.equal(parseStartOutput((await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), command, shell }))).stdout).outcome, 'started');
+      assert.equal(parseStartOutput((await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), console: consoleOf(dir), command, shell }))).stdout).outcome, 'started');
       const done = await ended(dir);
       assert.equal(done.job.exitCode, 0);
       assert.equal(readFileSync(join(dir, 'env.out'), 'utf8'), 'image job /nonexistent');
       assert.equal(existsSync(join(stateOf(dir), 'job.env')), false, 'the job\'s secrets leave the disk once its shell read them');
       writeFileSync(join(stateOf(dir), 'job.env'), jobEnvFile({ SECRET: 'rewritten by a controller that restarted' }));
-      assert.equal(parseStartOutput((await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), command, shell }))).stdout).outcome, 'already-started');
+      assert.equal(parseStartOutput((await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), console: consoleOf(dir), command, shell }))).stdout).outcome, 'already-started');
       assert.equal(existsSync(join(stateOf(dir), 'job.env')), false, 'a second start removes a rewritten env too');
     });
 
     test('a command that does not exist exits 127 with its error in the log', async () => {
       const dir = runDir();
-      await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), command: ['no-such-command-rpo'], shell }));
+      await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), console: consoleOf(dir), command: ['no-such-command-rpo'], shell }));
       const done = await ended(dir);
       assert.equal(done.job.exitCode, 127);
       assert.match(done.logTail, /no-such-command-rpo/);
@@ -137,7 +175,7 @@ for (const shell of SHELLS) {
     test('cancel: SIGTERM to the job process group (its children too), exit 143 recorded', async () => {
       const dir = runDir();
       const command = ['sh', '-c', 'sleep 300 & echo child $! > child.pid; wait'];
-      await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), command, shell }));
+      await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), console: consoleOf(dir), command, shell }));
       await eventually('the job to run', async () => ((await state(dir)).job.status === 'running' && existsSync(join(dir, 'child.pid')) ? true : undefined));
       const child = Number(readFileSync(join(dir, 'child.pid'), 'utf8').split(' ')[1]);
       const cancelled = await runShell(shell, cancelJobCommand({ stateDir: stateOf(dir), graceSeconds: 10, shell }));
@@ -155,7 +193,7 @@ for (const shell of SHELLS) {
     test('cancel: a job that ignores SIGTERM gets SIGKILL after the grace (exit 137)', async () => {
       const dir = runDir();
       const command = ['sh', '-c', "trap '' TERM; echo ready > ready; while :; do sleep 1; done"];
-      await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), command, shell }));
+      await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), console: consoleOf(dir), command, shell }));
       await eventually('the job to run', () => (existsSync(join(dir, 'ready')) ? true : undefined));
       parseCancelOutput((await runShell(shell, cancelJobCommand({ stateDir: stateOf(dir), graceSeconds: 1, shell }))).stdout);
       const done = await ended(dir);
@@ -166,7 +204,7 @@ for (const shell of SHELLS) {
     test('cancel before the start: nothing to stop, and the start is refused afterwards', async () => {
       const dir = runDir();
       assert.deepEqual(parseCancelOutput((await runShell(shell, cancelJobCommand({ stateDir: stateOf(dir), shell }))).stdout), { outcome: 'not-started' });
-      const start = await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), command: ['true'], shell }));
+      const start = await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), console: consoleOf(dir), command: ['true'], shell }));
       assert.deepEqual(parseStartOutput(start.stdout), { outcome: 'cancelled' });
       assert.equal((await state(dir)).job.status, 'none');
     });
@@ -198,7 +236,7 @@ for (const shell of SHELLS) {
 
       const missing = join(dir, 'nope');
       assert.equal(parsePodState((await runShell(shell, podStateCommand({ stateDir: missing }))).stdout).runDirMissing, true);
-      const start = await runShell(shell, startJobCommand({ runDir: missing, stateDir: stateOf(dir), command: ['true'], shell }));
+      const start = await runShell(shell, startJobCommand({ runDir: missing, stateDir: stateOf(dir), console: consoleOf(dir), command: ['true'], shell }));
       assert.equal(start.code, 1);
       assert.deepEqual(parseStartOutput(start.stdout), { outcome: 'failed', reason: 'no-run-directory' });
       const mark = await runShell(shell, markRetrievedCommand({ stateDir: missing }));

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { markRetrievedCommand, parseAck, parseStartOutput, setKeepCommand, startJobCommand } from '../../src/pod/job.ts';
 import { parsePodState, podStateCommand, type PodState } from '../../src/pod/state.ts';
 import { IMAGE_REQUIREMENTS, SSHD_CONFIG_PATH, SSHD_HOST_KEY_PATH } from '../../src/pod/protocol.ts';
-import { injectFault, simPodLogs } from '../runpod-sim/client.ts';
+import { injectFault, podLogUntil, simPodLogs } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator } from '../runpod-sim/server.ts';
 import { freePort } from '../envtest/harness.ts';
 import { ACCOUNT_KEY, SHELLS, cleanUp, createPod, keys, run, simPod, ssh, sshPort, waitDeleted, type Keys } from './helpers.ts';
@@ -195,7 +195,7 @@ for (const shell of SHELLS) {
       await deletedByPod(sim, id, /deleting the pod: the results were retrieved/);
     }));
 
-    test('a job on the pod: its exit code 3 and log are recorded, the image env reaches it (never the pod key), then the retrieve grace deletes the pod', () => withSim(async (sim) => {
+    test('a job on the pod: its exit code 3 and log are recorded (and copied to the container\'s log), the image env reaches it (never the pod key), then the retrieve grace deletes the pod', () => withSim(async (sim) => {
       const k = await keys();
       const runDir = "/workspace/a run's dir";
       // Long enough for a loaded machine to read the exit code over SSH before the grace deletes the pod.
@@ -211,6 +211,10 @@ for (const shell of SHELLS) {
       }, EVENTUALLY_MS, 300);
       assert.equal(done.job.exitCode, 3);
       assert.equal(done.logTail, `pod=${id} key=none cwd=${runDir}\n`);
+      // The supervisor copied the job's output to the container's stdout: Runpod's console and log stream show it.
+      const shown = await podLogUntil(sim.baseUrl, ACCOUNT_KEY, id, 'source=container&tail=5000', /^pod=/);
+      const jobLines = shown.filter((event) => event.line.startsWith('pod=')).map(({ source, line }) => ({ source, line }));
+      assert.deepEqual(jobLines, [{ source: 'container', line: `pod=${id} key=none cwd=${runDir}` }]);
       await deletedByPod(sim, id, /the job ended with exit code 3[^\n]*\n[^]*deleting the pod: the job ended at \d+ and its results were not retrieved within 10 s/);
     }));
 

@@ -65,6 +65,43 @@ export async function simPodLogs(adminUrl: string, podId: string): Promise<strin
   return response.text();
 }
 
+const logEventSchema = z.object({ ts: z.string(), source: z.enum(['container', 'system']), line: z.string() });
+export type PodLogEvent = z.infer<typeof logEventSchema>;
+
+/**
+ * Reads GET /v2/pods/{id}/logs (which never ends by itself) until a line matches `until`, then hangs
+ * up and returns every event read; fails after `timeoutMs` naming what it saw. `query` as the API
+ * takes it, e.g. "source=container&tail=5000".
+ */
+export async function podLogUntil(baseUrl: string, key: string, podId: string, query: string, until: RegExp, timeoutMs = 60_000): Promise<PodLogEvent[]> {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), timeoutMs);
+  const events: PodLogEvent[] = [];
+  let text = '';
+  try {
+    const response = await fetch(`${baseUrl}/pods/${encodeURIComponent(podId)}/logs?${query}`, { headers: { Authorization: `Bearer ${key}` }, signal: abort.signal });
+    if (response.status !== 200 || !response.body) throw new Error(`GET logs of ${podId}: ${response.status} ${await response.text()}`);
+    const decoder = new TextDecoder();
+    for await (const chunk of response.body) {
+      text += decoder.decode(chunk, { stream: true });
+      const blocks = text.split('\n\n');
+      text = blocks.pop() ?? '';
+      for (const block of blocks) {
+        const data = block.split('\n').find((line) => line.startsWith('data: '));
+        if (data !== undefined) events.push(logEventSchema.parse(JSON.parse(data.slice(6))));
+      }
+      if (events.some((event) => until.test(event.line))) return events;
+    }
+    throw new Error(`the log of ${podId} ended without a line matching ${String(until)}`);
+  } catch (error) {
+    if (!abort.signal.aborted) throw error;
+    throw new Error(`no line matching ${String(until)} in the log of ${podId} within ${timeoutMs} ms; saw:\n${events.map((event) => `${event.source}: ${event.line}`).join('\n')}`);
+  } finally {
+    clearTimeout(timer);
+    abort.abort();
+  }
+}
+
 export async function injectFault(adminUrl: string, fault: FaultInput): Promise<void> {
   const response = await fetch(`${adminUrl}/faults`, {
     method: 'POST',
