@@ -46,6 +46,10 @@ const invalid: { name: string; field: string; mutate: (spec: Spec) => void }[] =
   { name: 'networkVolume without dataCenterIds', field: 'spec.networkVolume', mutate: (s) => { s.networkVolume = { id: 'nv1' }; } },
   { name: 'networkVolume with two dataCenterIds', field: 'spec.networkVolume', mutate: (s) => { s.networkVolume = { id: 'nv1' }; s.dataCenterIds = ['EU-RO-1', 'US-TX-3']; } },
   { name: 'relative networkVolume mountPath', field: 'spec.networkVolume.mountPath', mutate: (s) => { s.networkVolume = { id: 'nv1', mountPath: 'data' }; s.dataCenterIds = ['EU-RO-1']; } },
+  { name: 'retry.limit above 10', field: 'spec.retry.limit', mutate: (s) => { s.retry = { limit: 11 }; } },
+  { name: 'retry.onExitCodes with 0', field: 'spec.retry.onExitCodes[0]', mutate: (s) => { s.retry = { limit: 1, onExitCodes: [0] }; } },
+  { name: 'retry.onExitCodes above 255', field: 'spec.retry.onExitCodes[1]', mutate: (s) => { s.retry = { limit: 1, onExitCodes: [3, 256] }; } },
+  { name: 'activeDeadlineSeconds below 30', field: 'spec.limits.activeDeadlineSeconds', mutate: (s) => { s.limits.activeDeadlineSeconds = 5; } },
   { name: 'empty job.command', field: 'spec.job.command', mutate: (s) => { s.job.command = []; } },
   { name: 'missing job', field: 'spec.job', mutate: (s) => { delete s.job; } },
   { name: 'absolute job.files path', field: 'spec.job.files[0].path', mutate: (s) => { s.job.files[0].path = '/etc/passwd'; } },
@@ -185,12 +189,12 @@ describe('RunpodRun CRD', () => {
     assert.match(changed.stderr, /spec\.image.*is immutable/);
   });
 
-  test('kubectl get rpr prints the columns, -o wide adds deadline, data center and exit', async () => {
+  test('kubectl get rpr prints the columns (RETRIES too), -o wide adds deadline, data center and exit', async () => {
     assert.equal((await kubectl(['apply', '-n', namespace, '-f', '-'], manifest('columns', validSpec()))).status, 0);
     const header = (args: string[]) => kubectl(['get', '-n', namespace, 'rpr', 'columns', ...args])
       .then((r) => r.stdout.split('\n')[0]?.trim().split(/\s+/));
-    assert.deepEqual(await header([]), ['NAME', 'PHASE', 'REASON', 'GPU', 'POD', '$/HR', 'COST', 'AGE']);
-    assert.deepEqual(await header(['-o', 'wide']), ['NAME', 'PHASE', 'REASON', 'GPU', 'POD', '$/HR', 'COST', 'AGE', 'DEADLINE', 'DATACENTER', 'EXIT']);
+    assert.deepEqual(await header([]), ['NAME', 'PHASE', 'REASON', 'GPU', 'POD', '$/HR', 'COST', 'RETRIES', 'AGE']);
+    assert.deepEqual(await header(['-o', 'wide']), ['NAME', 'PHASE', 'REASON', 'GPU', 'POD', '$/HR', 'COST', 'RETRIES', 'AGE', 'DEADLINE', 'DATACENTER', 'EXIT']);
     const short = await kubectl(['get', '-n', namespace, 'runpod']);
     assert.match(short.stdout, /^columns\s/m, 'the category "runpod" lists it');
   });

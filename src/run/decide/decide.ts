@@ -51,6 +51,8 @@ function decideStep(ctx: Context): Step {
   // The first status written already says Reconciling: kstatus (Flux, kpt) reads a status without
   // conditions as Current, i.e. done, before anything happened.
   if (status.phase === undefined) phase(ctx, 'Pending', 'Created', 'the controller picked up the run; nothing is rented yet');
+  // kubectl prints an absent column as <none>: RETRIES says 0 from the start.
+  status.retries ??= 0;
   if (!obs.run.hasFinalizer) return step({ type: 'addFinalizer' });
   if (isTerminal(status.phase)) return afterTheEnd(ctx);
   if (!obs.spec.ok) return fail(ctx, 'InvalidSpec', obs.spec.message);

@@ -35,7 +35,7 @@ describe('spec.retry', () => {
     const d = decide(obsAt(100, running(s), s, [pod({ status: 'EXITED' })]));
     assert.equal(d.status.phase, 'Failed');
     assert.equal(d.status.reason, 'PodLost');
-    assert.equal(d.status.retries, undefined);
+    assert.equal(d.status.retries, 0);
   });
 
   test('a platform failure: Pending/Retrying, the pod deleted first, then after the backoff a new pod from the first GPU type', () => {
@@ -95,7 +95,7 @@ describe('spec.retry', () => {
     // Another code is the job's verdict: retrieved, then JobFailed, as without retries.
     const four = decide(obsAt(30, running(s), s, [pod()], { podState: exited(4) }));
     assert.deepEqual(four.action, { type: 'retrieveResults' });
-    assert.equal(four.status.retries, undefined);
+    assert.equal(four.status.retries, 0);
     // Past the limit, code 3 too.
     const spent = { ...running(s), retries: 1 };
     assert.deepEqual(decide(obsAt(30, spent, s, [pod()], { podState: exited(3) })).action, { type: 'retrieveResults' });
@@ -128,7 +128,7 @@ describe('spec.retry', () => {
     cancelled.spec.cancel = true;
     const lost = decide(obsAt(100, running(s), cancelled, [pod({ status: 'EXITED' })]));
     assert.equal(lost.status.phase, 'Failed');
-    assert.equal(lost.status.retries, undefined);
+    assert.equal(lost.status.retries, 0);
   });
 });
 
