@@ -223,8 +223,9 @@ export class RealPod {
     const holderErr = new LineSplitter();
     holder.stderr.on('data', (chunk: Buffer) => {
       this.append(chunk);
-      // Once the pod is being destroyed, its launcher's complaints about the kill are not the platform's.
-      for (const line of holderErr.push(chunk)) if (!this.destroyed) this.podLog.system(line);
+      // Only the holder script's own word is the platform's: its relays' complaints (a socat's broken
+      // pipe) and its launcher's about the kill at a delete are the simulator's plumbing.
+      for (const line of holderErr.push(chunk)) if (line.startsWith('runpod-sim: ') && !this.destroyed) this.podLog.system(line.slice(12));
     });
     const ready = new Promise<boolean>((resolve) => {
       let buffered = '';
