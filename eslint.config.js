@@ -63,7 +63,7 @@ export default tseslint.config(
   ...layer('src/pod/**/*.ts', ['**/kube/**', '**/api/**', '**/run/**', '**/runpod/**', '@kubernetes/*'],
     'the pod side knows only its protocol and SSH'),
   ...layer('src/plugin/**/*.ts', ['**/run/**', '**/runpod/**', '**/results/**', '**/main.ts', '**/config*.ts'],
-    'the kubectl plugin acts with the user\'s kubeconfig and RBAC and the run\'s SSH Secret: no controller loop, no Runpod key'),
+    'the kubectl plugin acts with the user\'s kubeconfig and RBAC and the run\'s Secrets (SSH; its Runpod key only for Runpod\'s log of the pod): no controller loop, no Runpod client'),
   // The loop's folders (docs/architecture.md): observe reads, decide is pure, act carries out one step
   // through the ports, memory keeps what no status records.
   zone('src/run/decide/**/*.ts', ['**/act/**', '**/ports/**', '**/memory/**', '**/observe/**', ...runTop, '**/runpod/**', '**/ssh/**',

@@ -1,7 +1,8 @@
 // What the plugin reads and changes in the cluster, with the user's own kubeconfig and RBAC: runs, the
-// run's SSH Secret, a spec field. Refusals are one sentence naming the verb and resource, as kubectl's.
+// run's SSH Secret, its Runpod key Secret (for Runpod's own log of the pod), a spec field. Refusals are one sentence naming the verb and resource, as kubectl's.
 import type { KubeConfig} from '@kubernetes/client-node';
 import { CoreV1Api, CustomObjectsApi, PatchStrategy } from '@kubernetes/client-node';
+import { z } from 'zod';
 import { PooledKubeConfig } from '../kube/kubeconfig.ts';
 import { group, plural, version, type RunpodRun } from '../api/runpodrun.ts';
 import { sshSecretKeys, sshSecretName } from '../api/ssh-secret.ts';
@@ -79,6 +80,27 @@ export async function getSshKeys(target: Target, run: string): Promise<RunSshKey
   const keys = { clientPrivateKey: read(sshSecretKeys.clientPrivateKey), hostPublicKey: read(sshSecretKeys.hostPublicKey).trim() };
   if (!keys.clientPrivateKey || !keys.hostPublicKey) throw new PluginError(`secret "${name}" in namespace "${target.namespace}" lacks the run's SSH keys`);
   return keys;
+}
+
+/** spec.credentials as the CRD has it (the API server checked the rest). */
+const credentialsOf = z.object({ credentials: z.object({ secretName: z.string().min(1), key: z.string().min(1).default('apiKey') }) });
+
+/** The run's Runpod API key, from the Secret its spec.credentials names; `secret` names where it came from (never the key). */
+export async function getRunpodKey(target: Target, run: RunpodRun): Promise<{ apiKey: string; secret: string }> {
+  const spec = credentialsOf.safeParse(run.spec);
+  if (!spec.success) throw new PluginError(`run "${run.metadata.name}" names no Runpod key Secret (spec.credentials)`);
+  const { secretName, key } = spec.data.credentials;
+  const api = target.kubeConfig.makeApiClient(CoreV1Api);
+  let data: Record<string, string> | undefined;
+  try {
+    data = (await api.readNamespacedSecret({ name: secretName, namespace: target.namespace })).data;
+  } catch (error) {
+    throw explained(error, 'get', `secrets "${secretName}"`, target.namespace);
+  }
+  const secret = `secret "${secretName}" (key "${key}") in namespace "${target.namespace}"`;
+  const apiKey = Buffer.from(data?.[key] ?? '', 'base64').toString('utf8').trim();
+  if (!apiKey) throw new PluginError(`${secret} holds no Runpod API key`);
+  return { apiKey, secret };
 }
 
 /** A merge patch of the run's spec (what `kubectl patch --type merge` does). */

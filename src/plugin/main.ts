@@ -9,11 +9,15 @@ import { logs } from './logs.ts';
 import { results } from './results.ts';
 import { cost, setSpec } from './runs.ts';
 import { ssh } from './ssh.ts';
+import { runpodApiUrl, RUNPOD_API_URL_ENV, systemLogs } from './system-logs.ts';
 
 export const usage = `kubectl runpod: the RunpodRuns of your cluster, from the terminal.
 
 Usage:
   kubectl runpod logs RUN [-f] [--tail N]   the job's output, over SSH while its pod lives (-f: until the job ends)
+  kubectl runpod logs RUN --source system [-f] [--tail N] [--since 10m]
+                                            what Runpod says of the run's pod (image pull, container create, start,
+                                            stop, exit), with the run's Runpod key (-f: until the pod is gone)
   kubectl runpod ssh RUN [-- COMMAND...]    a shell, or COMMAND, on the run's pod as root (the pinned host key only)
   kubectl runpod results RUN [DIR]          download the run's verified results (S3 store) into DIR (default .) and check SHA256SUMS
   kubectl runpod cost [-A] [--since 7d]     runs, GPU-hours and estimated cost per namespace, from the runs' status
@@ -23,6 +27,12 @@ Usage:
 Flags:
   -n, --namespace NAME   the runs' namespace (default: the context's)
   -A, --all-namespaces   cost: every namespace
+      --source job|system
+                         logs: the job's output (job, the default) or Runpod's lines about the pod (system)
+      --since DURATION   logs --source system: lines since then (90m, 12h, 7d); cost: runs started since then
+      --runpod-api-url URL
+                         logs --source system: the Runpod API the run's controller uses (default: $${RUNPOD_API_URL_ENV},
+                         the controller's variable for its --runpod-api-url, else https://api.runpod.io/v2)
       --context NAME     the kubeconfig context to use
       --kubeconfig FILE  the kubeconfig (default: $KUBECONFIG, else ~/.kube/config)
   -h, --help             print this
@@ -31,7 +41,8 @@ Flags:
 const options = {
   namespace: { type: 'string', short: 'n' }, 'all-namespaces': { type: 'boolean', short: 'A' }, context: { type: 'string' },
   kubeconfig: { type: 'string' }, help: { type: 'boolean', short: 'h' }, follow: { type: 'boolean', short: 'f' },
-  tail: { type: 'string' }, since: { type: 'string' }, off: { type: 'boolean' },
+  tail: { type: 'string' }, since: { type: 'string' }, off: { type: 'boolean' }, source: { type: 'string' },
+  'runpod-api-url': { type: 'string' },
 } as const;
 
 /** Runs one command; returns the exit code. */
@@ -57,7 +68,16 @@ export async function main(argv: readonly string[], out: NodeJS.WritableStream =
       return name;
     };
     switch (command) {
-      case 'logs': return await logs(target(), needsRun(), { follow: values.follow ?? false, tail: tailOf(values.tail), out, err });
+      case 'logs': {
+        // Every value is checked before the cluster is asked anything.
+        const [run, follow, tail] = [needsRun(), values.follow ?? false, tailOf(values.tail)];
+        if (sourceOf(values.source) === 'job') {
+          if (values.since !== undefined) throw new PluginError('--since applies to --source system only: the job\'s log lines carry no timestamps', 2);
+          return await logs(target(), run, { follow, tail, out, err });
+        }
+        const options = { follow, tail, since: sinceOf(values.since, 2), apiUrl: runpodApiUrl(values['runpod-api-url']), out, err };
+        return await systemLogs(target(), run, options);
+      }
       case 'ssh': return await ssh(target(), needsRun(), remote);
       case 'results':
         if (extra.length > 1) throw new PluginError(`unexpected argument "${extra[1] ?? ''}": kubectl runpod results RUN [DIR]`);
@@ -82,12 +102,17 @@ function tailOf(value: string | undefined): number {
   return Number(value);
 }
 
+function sourceOf(value: string | undefined): 'job' | 'system' {
+  if (value === undefined || value === 'job' || value === 'system') return value ?? 'job';
+  throw new PluginError(`--source must be job or system, not "${value}"`, 2);
+}
+
 const sinceUnits: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
-function sinceOf(value: string | undefined): Date | undefined {
+function sinceOf(value: string | undefined, exitCode = 1): Date | undefined {
   if (value === undefined) return undefined;
   const match = /^(\d+)([smhd])$/.exec(value);
-  if (!match) throw new PluginError(`--since must be a duration such as 90m, 12h or 7d, not "${value}"`);
+  if (!match) throw new PluginError(`--since must be a duration such as 90m, 12h or 7d, not "${value}"`, exitCode);
   return new Date(Date.now() - Number(match[1]) * (sinceUnits[match[2] ?? 's'] ?? 1000));
 }
 

@@ -1,7 +1,9 @@
 // `kubectl runpod` through the real kubectl (plugin discovery on PATH), against the real API server, the
 // simulator's real pods and SSH: logs -f shows a line while the job still runs and the last one after it
-// ends; ssh runs a command on a kept pod and refuses a pod whose host key is not the pinned one; cost,
-// cancel and keep; a user who may read runs but not Secrets gets the one-sentence refusal. Ends with the leak check.
+// ends; logs --source system shows Runpod's own lines of the pod (image pull, container start) read with
+// the run's key from the simulator's log stream, and -f follows them until the pod is gone; ssh runs a
+// command on a kept pod and refuses a pod whose host key is not the pinned one; cost, cancel and keep; a
+// user who may read runs but not Secrets gets the one-sentence refusal. Ends with the leak check.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -23,9 +25,9 @@ after(() => rmSync(scratch, { recursive: true, force: true }));
 interface Plugin { code: Promise<number>; exited: () => boolean; stdout: () => string; stderr: () => string }
 
 /** `kubectl runpod ARGS` as a user runs it: kubectl finds kubectl-runpod on PATH. */
-async function kubectlRunpod(args: string[], kubeconfig?: string): Promise<Plugin> {
+async function kubectlRunpod(args: string[], kubeconfig?: string, env: Record<string, string> = {}): Promise<Plugin> {
   const config = kubeconfig ?? (await testCluster()).kubeconfigPath;
-  const child = spawn('kubectl', ['runpod', ...args], { env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}`, KUBECONFIG: config }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('kubectl', ['runpod', ...args], { env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}`, KUBECONFIG: config, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let [stdout, stderr] = ['', ''];
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; });
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; });
@@ -42,6 +44,8 @@ void test('kubectl runpod: logs -f while the job runs and to its end, ssh into a
     await world.apply(runManifest('kept', { job: { command: ['sh', '-c', 'mkdir -p output; echo kept > /tmp/marker; echo one; echo two; echo three'] }, results: { path: 'output' }, keepPod: true }));
 
     await world.waitForRun('talker', 'its job running', (run) => hasCondition(run, 'JobStarted'), 120_000);
+    // Runpod's lines of the pod, followed until the pod is gone; the API URL as the controller's variable gives it.
+    const platform = await kubectlRunpod(['logs', 'talker', '-n', ns, '--source', 'system', '-f'], undefined, { RUNPOD_OPERATOR_RUNPOD_API_URL: world.sim.baseUrl });
     const follow = await kubectlRunpod(['logs', '-f', 'talker', '-n', ns]);
     // (A follow that ended early, e.g. refused, ends the wait with what it said.)
     await eventually('a line of the running job', () => follow.stdout().includes('line 1') || follow.exited(), 120_000);
@@ -57,12 +61,26 @@ void test('kubectl runpod: logs -f while the job runs and to its end, ssh into a
     const gone = await kubectlRunpod(['logs', 'talker', '-n', ns]);
     assert.equal(await gone.code, 1);
     assert.match(gone.stderr(), /^error: the pod of run "talker" is gone; the job's log was retrieved with its results: \/.*\/talker\/[-0-9a-f]+\/job\.log\n$/);
+    assert.equal(await platform.code, 0, platform.stderr());
+    const said = platform.stdout().split('\n').filter(Boolean).map((line) => line.replace(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z /, ''));
+    assert.equal(said.length, platform.stdout().split('\n').filter(Boolean).length, `every line starts with its time: ${platform.stdout()}`);
+    for (const line of ['Pulling image runpod/base:0.6.2', 'Pulled image runpod/base:0.6.2', 'Started container', 'Terminating pod']) assert.ok(said.includes(line), `${line} in ${platform.stdout()}`);
+    assert.equal(platform.stderr(), '');
 
     await world.waitForRun('kept', 'Succeeded, pod kept', (run) => run.status?.phase === 'Succeeded', 120_000);
     const cat = await kubectlRunpod(['ssh', 'kept', '-n', ns, '--', 'cat', '/tmp/marker']);
     assert.deepEqual([await cat.code, cat.stdout()], [0, 'kept\n'], cat.stderr());
     const tail = await kubectlRunpod(['logs', 'kept', '-n', ns, '--tail', '2']);
     assert.deepEqual([await tail.code, tail.stdout()], [0, 'two\nthree\n'], tail.stderr());
+    // Without -f: the replay, then the end once the stream is quiet; the URL by flag this time.
+    const system = await kubectlRunpod(['logs', 'kept', '-n', ns, '--source', 'system', '--since', '1h', '--runpod-api-url', world.sim.baseUrl]);
+    assert.equal(await system.code, 0, system.stderr());
+    assert.match(system.stdout(), /^\S+Z Pod \w+ created: 1 x NVIDIA GeForce RTX 4090 in \S+ \(SECURE\)\n\S+Z Pulling image runpod\/base:0\.6\.2\n\S+Z Pulled image runpod\/base:0\.6\.2\n\S+Z Created container\n\S+Z Started container\n$/);
+    const lastTwo = await kubectlRunpod(['logs', 'kept', '-n', ns, '--source', 'system', '--tail', '2', '--runpod-api-url', world.sim.baseUrl]);
+    assert.equal(await lastTwo.code, 0, lastTwo.stderr());
+    assert.match(lastTwo.stdout(), /^\S+Z Created container\n\S+Z Started container\n$/);
+    const noSince = await kubectlRunpod(['logs', 'kept', '-n', ns, '--since', '1h']);
+    assert.deepEqual([await noSince.code, noSince.stderr()], [2, 'error: --since applies to --source system only: the job\'s log lines carry no timestamps\n']);
     const exitCode = await kubectlRunpod(['ssh', 'kept', '-n', ns, '--', 'sh', '-c', 'exit 7']);
     assert.equal(await exitCode.code, 7, 'the remote command\'s exit code');
 
@@ -82,6 +100,9 @@ void test('kubectl runpod: logs -f while the job runs and to its end, ssh into a
     const refused = await kubectlRunpod(['ssh', 'kept', '-n', ns, '--', 'true'], readerConfig);
     assert.deepEqual([await refused.code, refused.stderr()],
       [1, `error: forbidden: you may not get secrets "kept-ssh" in namespace "${ns}" (ask for "get" on it in your RBAC)\n`]);
+    const noKey = await kubectlRunpod(['logs', 'kept', '-n', ns, '--source', 'system', '--runpod-api-url', world.sim.baseUrl], readerConfig);
+    assert.deepEqual([await noKey.code, noKey.stderr()],
+      [1, `error: forbidden: you may not get secrets "runpod" in namespace "${ns}" (ask for "get" on it in your RBAC)\n`]);
 
     // Another host key in the run's Secret (the run is over, its pod kept): ssh refuses the pod.
     const other = generateKeyPair('another-host');

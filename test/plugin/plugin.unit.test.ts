@@ -7,6 +7,8 @@ import type { RunpodRun } from '../../src/api/runpodrun.ts';
 import { main } from '../../src/plugin/main.ts';
 import { costTable, formatCostTable } from '../../src/plugin/runs.ts';
 import { parseSums } from '../../src/plugin/results.ts';
+import { runpodApiUrl, RUNPOD_API_URL_ENV } from '../../src/plugin/system-logs.ts';
+import { envName } from '../../src/config.ts';
 
 async function plugin(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
   const [out, err] = [new PassThrough(), new PassThrough()];
@@ -20,7 +22,8 @@ async function plugin(...argv: string[]): Promise<{ code: number; out: string; e
 void test('--help prints every command; no command prints it on stderr and fails', async () => {
   const help = await plugin('--help');
   assert.equal(help.code, 0);
-  for (const command of ['logs RUN', 'ssh RUN', 'cost', 'cancel RUN', 'keep RUN']) assert.ok(help.out.includes(`kubectl runpod ${command}`), command);
+  for (const command of ['logs RUN', 'logs RUN --source system', 'ssh RUN', 'cost', 'cancel RUN', 'keep RUN']) assert.ok(help.out.includes(`kubectl runpod ${command}`), command);
+  for (const flag of ['--source', '--since', '--runpod-api-url']) assert.ok(help.out.includes(flag), flag);
   const none = await plugin();
   assert.deepEqual([none.code, none.out], [1, '']);
   assert.match(none.err, /^kubectl runpod: /);
@@ -45,6 +48,30 @@ void test('bad input is one sentence and exit 1, before any cluster is asked', a
     else assert.match(err, /^error: cannot read the kubeconfig \/nonexistent\/kubeconfig: /);
     assert.equal(err.split('\n').length, 2, err);
   }
+});
+
+void test('logs: a bad --source, --since or --runpod-api-url is one sentence and exit 2, before any cluster is asked', async () => {
+  const cases: [string[], string][] = [
+    [['logs', 'r', '--source', 'pod'], 'error: --source must be job or system, not "pod"\n'],
+    [['logs', 'r', '--since', '10m'], 'error: --since applies to --source system only: the job\'s log lines carry no timestamps\n'],
+    [['logs', 'r', '--source', 'job', '--since', '10m'], 'error: --since applies to --source system only: the job\'s log lines carry no timestamps\n'],
+    [['logs', 'r', '--source', 'system', '--since', 'an hour'], 'error: --since must be a duration such as 90m, 12h or 7d, not "an hour"\n'],
+    [['logs', 'r', '--source', 'system', '--runpod-api-url', 'http://api.example.com/v2'], 'error: --runpod-api-url must be https (http only to this machine), not "http://api.example.com/v2"\n'],
+    [['logs', 'r', '--source', 'system', '--runpod-api-url', 'runpod'], 'error: --runpod-api-url must be a URL such as https://api.runpod.io/v2, not "runpod"\n'],
+  ];
+  for (const [argv, said] of cases) {
+    const { code, out, err } = await plugin(...argv, '--kubeconfig', '/nonexistent/kubeconfig');
+    assert.deepEqual([code, out, err], [2, '', said], argv.join(' '));
+  }
+});
+
+void test('the Runpod API URL: the flag, else the controller\'s own variable, else Runpod\'s; https, or http to this machine only', () => {
+  assert.equal(RUNPOD_API_URL_ENV, envName('runpod-api-url'), 'the plugin honours the variable the controller reads');
+  assert.equal(runpodApiUrl(undefined, {}), 'https://api.runpod.io/v2');
+  assert.equal(runpodApiUrl(undefined, { [RUNPOD_API_URL_ENV]: 'http://127.0.0.1:8080/v2/' }), 'http://127.0.0.1:8080/v2');
+  assert.equal(runpodApiUrl('https://proxy.example/runpod/v2', { [RUNPOD_API_URL_ENV]: 'http://127.0.0.1:1/v2' }), 'https://proxy.example/runpod/v2');
+  assert.throws(() => runpodApiUrl(undefined, { [RUNPOD_API_URL_ENV]: 'http://10.0.0.1/v2' }), { message: `${RUNPOD_API_URL_ENV} must be https (http only to this machine), not "http://10.0.0.1/v2"` });
+  assert.throws(() => runpodApiUrl('https://user:pw@api.runpod.io/v2'), /without credentials, query or fragment/);
 });
 
 const run = (namespace: string, status: Record<string, unknown>): RunpodRun => ({ metadata: { name: 'r', namespace, creationTimestamp: '2026-12-01T00:00:00Z' }, status } as unknown as RunpodRun);
