@@ -182,7 +182,7 @@ const specShape = {
     id: z.string().min(1).max(64).meta({ description: 'Runpod network volume id.' }),
     mountPath: z.string().min(2).max(1024).regex(/^\//, 'must be an absolute path').default('/workspace/data')
       .meta({ description: 'Where the volume is mounted in the pod.' }),
-  }).meta({ description: 'A network volume to mount; needs exactly one dataCenterIds entry.' }).optional(),
+  }).meta({ description: 'A network volume to mount. Every pod of the run is placed in its data center (read from Runpod); dataCenterIds, when given, must include it.' }).optional(),
   job: z.strictObject({
     command: z.array(z.string().max(32768)).min(1).max(1024)
       .meta({ description: 'The job, in exec form; runs in the run directory.' }),
@@ -222,12 +222,9 @@ const immutabilityRules: CelRule[] = Object.keys(specShape)
   }));
 
 export const runpodRunSpec = z.strictObject(specShape)
-  .refine((spec) => spec.networkVolume === undefined || spec.dataCenterIds?.length === 1,
-    { message: 'networkVolume needs exactly one dataCenterIds entry', path: ['networkVolume'] })
   .meta({
     description: 'What to run, on which GPUs, within which limits. Immutable but for keepPod and cancel.',
     ...cel(
-      { rule: '!has(self.networkVolume) || (has(self.dataCenterIds) && size(self.dataCenterIds) == 1)', message: 'networkVolume needs exactly one dataCenterIds entry', fieldPath: '.networkVolume' },
       ...immutabilityRules,
       { rule: '!(has(oldSelf.cancel) && oldSelf.cancel) || (has(self.cancel) && self.cancel)', message: 'spec.cancel cannot be undone once true', fieldPath: '.cancel' },
     ),

@@ -76,6 +76,10 @@ export const runpodRunStatus = z.object({
   waitingSince: time.optional().meta({ description: 'When the run began waiting for capacity or for room under the account spend limit; after spec.limits.queueTimeoutSeconds it ends Failed/NoCapacity.' }),
   completionTime: time.optional().meta({ description: 'When the run ended.' }),
   pod: podStatus.optional(),
+  networkVolume: z.object({
+    id: z.string().meta({ description: 'spec.networkVolume.id.' }),
+    dataCenterId: z.string().meta({ description: 'Its data center, where every pod of the run is placed.' }),
+  }).optional().meta({ description: 'The network volume as Runpod reported it, read once before the first create.' }),
   retries: z.number().int().min(0).optional().meta({ description: 'Tries begun after a failure (spec.retry).' }),
   nextTryAfter: time.optional().meta({ description: 'The next try (spec.retry) creates no pod before this time (a backoff from 10 s doubling to 5 min).' }),
   attempts: z.array(attempt).max(64).optional().meta({ description: 'Every create, recorded before its request is sent.' }),

@@ -18,8 +18,7 @@ import { splitKey } from '../kube/keys.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import type { Accounts } from './memory/accounts.ts';
 import { act, podView, protectSshKeys, type ActContext, type ReconcilerMetrics } from './act/act.ts';
-import { decide, learn, transitionEvent } from './decide/decide.ts';
-import { activeDeadlineMs } from './decide/retry.ts';
+import { activeDeadlineMs, decide, learn, placement, transitionEvent } from './decide/decide.ts';
 import { stillCurrent } from './observe/fresh-view.ts';
 import { connectIfReady, type PodConnection } from './observe/pod-connection.ts';
 import { storedResultsOf } from './observe/stored-results.ts';
@@ -256,10 +255,11 @@ export class RunReconciler {
       evidence: this.#evidence,
       refreshPods: () => account?.observer.refreshSoon(),
       signal: call.signal, progress: call.progress, metrics: this.#options.metrics, transfers: call.transfers, spendRoom: account?.spendRoom,
+      placement: spec && placement(spec, status),
       buildCreateRequest: (attemptName, attemptNumber, gpuType) => {
         if (!spec || !sshKeys) throw new Error('cannot create a pod without a valid spec and SSH keys');
         return buildCreatePodRequest({
-          run, spec, sshKeys, attemptName, attemptNumber, gpuType, now, spentUsd: status.estimatedCostUsd, runDeadlineMs: activeDeadlineMs(spec, status, now),
+          run, spec, sshKeys, attemptName, attemptNumber, gpuType, now, spentUsd: status.estimatedCostUsd, runDeadlineMs: activeDeadlineMs(spec, status, now), placement: placement(spec, status),
           clusterId: this.#options.clusterId, scope: this.#options.scope, runpodApiUrl: this.#options.runpodApiUrl, watchdogPeriodMs: this.#options.watchdogPeriodMs,
         });
       },

@@ -9,6 +9,7 @@ import { RunpodError, type RunpodOperation } from './errors.ts';
 import { createHttp } from './http.ts';
 import { type RateLimiter, rateLimiterForKey } from './rate-limiter.ts';
 import { registerApiKey } from './redact.ts';
+import { createResourceCalls, type RunpodResources } from './resources.ts';
 import {
   type CreatePodRequest,
   type Pod,
@@ -64,7 +65,7 @@ export interface ListGpuTypesOptions extends CallOptions {
   minCudaVersion?: string | undefined;
 }
 
-export interface RunpodClient {
+export interface RunpodClient extends RunpodResources {
   /** Every pod of the account (all pages). */
   listPods(options?: CallOptions): Promise<Pod[]>;
   /** Throws `not-found` on Runpod's 404: evidence the pod is gone, not proof. */
@@ -251,5 +252,8 @@ export function createRunpodClient(options: RunpodClientOptions): RunpodClient {
     );
   }
 
-  return { listPods, getPod, createPod, deletePod, podAction, listGpuTypes, listDataCenters, getAccountLimits, limiter, close: () => http.close() };
+  return {
+    listPods, getPod, createPod, deletePod, podAction, listGpuTypes, listDataCenters, getAccountLimits,
+    ...createResourceCalls(call, timeouts, retry), limiter, close: () => http.close(),
+  };
 }

@@ -19,7 +19,8 @@ export const RUNPOD_ERROR_KINDS = [
 ] as const;
 export type RunpodErrorKind = (typeof RUNPOD_ERROR_KINDS)[number];
 
-export type RunpodOperation = 'listPods' | 'getPod' | 'createPod' | 'deletePod' | 'podAction' | 'listGpuTypes' | 'listDataCenters' | 'getAccountLimits';
+export type RunpodOperation = 'listPods' | 'getPod' | 'createPod' | 'deletePod' | 'podAction' | 'listGpuTypes' | 'listDataCenters' | 'getAccountLimits'
+  | 'getNetworkVolume' | 'listRegistries' | 'createRegistry' | 'deleteRegistry';
 
 const MAX_DETAIL = 300;
 

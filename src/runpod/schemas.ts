@@ -199,6 +199,20 @@ export const accountLimitsSchema = z
   .loose();
 export type AccountLimits = z.output<typeof accountLimitsSchema>;
 
+/** GET /v2/network-volumes/{id} (openapi-v2.json NetworkVolume): its data center binds every pod that mounts it. */
+export const networkVolumeSchema = z
+  .object({ id: z.string().min(1), name: z.string().nullish(), size: looseNumber, dataCenter: z.string().min(1) })
+  .loose();
+export type NetworkVolume = z.output<typeof networkVolumeSchema>;
+
+/** A registry credential (openapi-v2.json Registry): username and password are write-only, never answered. */
+export const registrySchema = z.object({ id: z.string().min(1), name: z.string() }).loose();
+export type Registry = z.output<typeof registrySchema>;
+export const listRegistriesResponseSchema = z.object({ registries: z.array(registrySchema) }).loose();
+
+/** POST /v2/registries: name, username and password (secret). */
+export interface CreateRegistryRequest { name: string; username: string; password: string }
+
 /** RFC 9457 problem body as Runpod sends it; v1-era `error`/`message` keys are tolerated. */
 export const problemSchema = z
   .object({

@@ -43,8 +43,6 @@ const invalid: { name: string; field: string; mutate: (spec: Spec) => void }[] =
   { name: 'gpu.count above 8', field: 'spec.gpu.count', mutate: (s) => { s.gpu.count = 9; } },
   { name: 'malformed maxPricePerHour', field: 'spec.gpu.auto.maxPricePerHour', mutate: (s) => { s.gpu = { auto: { maxPricePerHour: '1,50' } }; } },
   { name: 'unknown cloud', field: 'spec.cloud', mutate: (s) => { s.cloud = 'PRIVATE'; } },
-  { name: 'networkVolume without dataCenterIds', field: 'spec.networkVolume', mutate: (s) => { s.networkVolume = { id: 'nv1' }; } },
-  { name: 'networkVolume with two dataCenterIds', field: 'spec.networkVolume', mutate: (s) => { s.networkVolume = { id: 'nv1' }; s.dataCenterIds = ['EU-RO-1', 'US-TX-3']; } },
   { name: 'relative networkVolume mountPath', field: 'spec.networkVolume.mountPath', mutate: (s) => { s.networkVolume = { id: 'nv1', mountPath: 'data' }; s.dataCenterIds = ['EU-RO-1']; } },
   { name: 'retry.limit above 10', field: 'spec.retry.limit', mutate: (s) => { s.retry = { limit: 11 }; } },
   { name: 'retry.onExitCodes with 0', field: 'spec.retry.onExitCodes[0]', mutate: (s) => { s.retry = { limit: 1, onExitCodes: [0] }; } },
@@ -128,6 +126,13 @@ describe('RunpodRun CRD', () => {
     assert.ok(verdict.ok);
     // The API server's defaulting and zod's must produce the same spec.
     assert.deepEqual(stored.spec, verdict.spec);
+  });
+
+  test('a networkVolume without dataCenterIds is accepted by both (its data center comes from Runpod)', async () => {
+    const spec = { ...validSpec(), networkVolume: { id: 'nv1', mountPath: '/workspace/ckpt' } };
+    const result = await kubectl(['apply', '-n', namespace, '-f', '-'], manifest('volume-only', spec));
+    assert.equal(result.status, 0, result.stderr);
+    assert.ok(parseSpec(spec).ok);
   });
 
   test('a run no controller has written yet reads "generation 0 observed" (kstatus takes no status at all for Current)', async () => {

@@ -37,6 +37,10 @@ export async function act(action: Action, ctx: ActContext): Promise<Outcome | un
       });
       return undefined;
     }
+    case 'readNetworkVolume': {
+      const found = await requireAccount(ctx).pods.networkVolume(action.volumeId, ctx.signal);
+      return { step: 'readNetworkVolume', result: found === 'missing' ? { kind: 'missing' } : { kind: 'found', ...found } };
+    }
     case 'readCatalog':
       await readCatalog(ctx);
       return undefined;
@@ -90,7 +94,7 @@ async function readCatalog(ctx: ActContext): Promise<void> {
   const criteria = {
     cloud: spec.cloud, gpuCount: spec.gpu.count, minVramGb: auto.minVramGb,
     maxPricePerHour: auto.maxPricePerHour === undefined ? undefined : Number(auto.maxPricePerHour),
-    dataCenterIds: spec.dataCenterIds,
+    dataCenterIds: ctx.placement,
   };
   const inStock = new Set(rankGpuTypes(offers, criteria).map((offer) => offer.id));
   const fitting = rankGpuTypes(offers, { ...criteria, includeOutOfStock: true });

@@ -37,6 +37,8 @@ export interface ActContext {
   /** What this process learned that decide() reads back through the observation. */
   evidence: RunEvidence;
   buildCreateRequest: (attemptName: string, attemptNumber: number, gpuType: string) => CreatePodRequest;
+  /** The data centers the run's pods may be placed in (its network volume's, else spec.dataCenterIds). */
+  placement?: string[] | undefined;
   /** Wall-clock time for what the step records (lost answers, deletes sent, looks): compared with pod lists' listedAt. */
   now: () => Date;
   refreshPods: () => void;

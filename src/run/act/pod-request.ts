@@ -19,6 +19,8 @@ export interface PodRequestInput {
   runpodApiUrl: string;
   watchdogPeriodMs: number;
   now: Date;
+  /** The data centers the pod may be placed in (its network volume's, else spec.dataCenterIds). */
+  placement?: string[] | undefined;
   /** limits.activeDeadlineSeconds' end (epoch ms), when set: no pod of the run outlives it. */
   runDeadlineMs?: number | undefined;
   /** What the run's earlier pods cost (status.estimatedCostUsd): this pod's watchdog gets the rest of the cap. */
@@ -40,7 +42,7 @@ export function buildCreatePodRequest(input: PodRequestInput): CreatePodRequest 
     image: spec.image,
     gpu: { id: input.gpuType, count: spec.gpu.count },
     cloud: spec.cloud,
-    ...(spec.dataCenterIds ? { dataCenterIds: spec.dataCenterIds } : {}),
+    ...(input.placement ? { dataCenterIds: input.placement } : {}),
     disk: spec.containerDiskGb,
     ports: ['22/tcp'],
     ...(spec.networkVolume ? { mounts: { network: [{ volumeId: spec.networkVolume.id, path: spec.networkVolume.mountPath }] } } : {}),

@@ -24,6 +24,8 @@ import { done, everCreated, fail, isLive, markCurrentPodForDeletion, phase, step
 export { applyCreateOutcome, applyProbeOutcome, applyRetrievalOutcome, learn } from './learn.ts';
 export type { CreateOutcome, Outcome, ProbeOutcome, RetrievalOutcome } from './outcome.ts';
 export { nextCandidate, podName } from './provisioning.ts';
+export { placement } from './network-volume.ts';
+export { activeDeadlineMs } from './retry.ts';
 
 export function decide(obs: Observation): Decision {
   const status = structuredClone(obs.status);

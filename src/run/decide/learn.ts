@@ -7,6 +7,7 @@ import { headroom, retryAfterRefusal } from './refused-creates.ts';
 import { fail, phase, type Context } from './step.ts';
 import { retireCurrentPod } from './cost.ts';
 import { podStatusFrom } from './provisioning.ts';
+import { applyVolumeOutcome } from './network-volume.ts';
 import type { CreateOutcome, Outcome, ProbeOutcome, RetrievalOutcome } from './outcome.ts';
 
 const heldBack: Record<Exclude<SpendClaim, 'granted'>, string> = {
@@ -119,6 +120,9 @@ export function learn(obs: Observation, status: RunpodRunStatus, outcome: Outcom
       break;
     case 'retrieveResults':
       applyRetrievalOutcome(obs, learned, outcome.result);
+      break;
+    case 'readNetworkVolume':
+      applyVolumeOutcome(obs, learned, outcome.result);
   }
   return learned;
 }

@@ -130,6 +130,7 @@ export type Action =
   | { type: 'lookForGonePod'; podId: string }
   | { type: 'setKeep'; keep: boolean }
   | { type: 'startJob'; try: number }
+  | { type: 'readNetworkVolume'; volumeId: string }
   | { type: 'cancelJob' }
   | { type: 'retrieveResults' }
   /** While a transfer waits or moves: the pod's retrieve grace is extended to this many seconds from now (retrieve.until). */

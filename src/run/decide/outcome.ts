@@ -5,7 +5,11 @@ import type { PodView, RetrievalOutcome, SpendClaim, SpendFacts } from './model.
 export type Outcome =
   | { step: 'createPod'; attemptName: string; result: CreateOutcome }
   | { step: 'probeSsh'; result: ProbeOutcome }
-  | { step: 'retrieveResults'; result: RetrievalOutcome };
+  | { step: 'retrieveResults'; result: RetrievalOutcome }
+  | { step: 'readNetworkVolume'; result: VolumeOutcome };
+
+/** spec.networkVolume as Runpod knows it: its data center and, when the catalog said, the GPU types offered there. */
+export type VolumeOutcome = { kind: 'found'; dataCenterId: string; gpuTypes?: readonly string[] | undefined } | { kind: 'missing' };
 
 export type CreateOutcome =
   | { kind: 'created'; pod: PodView }

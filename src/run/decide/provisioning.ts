@@ -6,6 +6,7 @@ import type { RunpodRunSpec } from '../../api/spec.ts';
 import { isRefused, judgeRefusedAttempt, nextCapacityRound, queueDeadline } from './refused-creates.ts';
 import { fail, phase, step, wait, type Context, type Step } from './step.ts';
 import { formatUsd, retireCurrentPod } from './cost.ts';
+import { readVolumeFirst } from './network-volume.ts';
 import { activeDeadlineMs, attemptsOfThisTry, currentTry, failOrRetry, waitForNextTry } from './retry.ts';
 
 /** Attempts a run may make before it gives up (bounded status size). */
@@ -62,6 +63,8 @@ export function provision(ctx: Context, spec: RunpodRunSpec): Step {
   }
   const retrying = waitForNextTry(ctx);
   if (retrying) return retrying;
+  const volume = readVolumeFirst(status, spec);
+  if (volume) return volume;
   const last = attemptsOfThisTry(status).at(-1);
   if (last && isRefused(last)) {
     const verdict = judgeRefusedAttempt(obs, status, last, spec.limits.queueTimeoutSeconds);

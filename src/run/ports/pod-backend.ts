@@ -20,6 +20,8 @@ export interface PodBackend {
   lookForPod(podId: string, signal?: AbortSignal): Promise<'found' | 'missing'>;
   /** The account's spend limit in USD/h (needs the key's account:read scope; throws without it). */
   spendLimitUsdPerHour(): Promise<number>;
+  /** A network volume's data center and the GPU types offered there (when the catalog lists it); 'missing' on Runpod's 404. */
+  networkVolume(volumeId: string, signal?: AbortSignal): Promise<{ dataCenterId: string; gpuTypes?: string[] | undefined } | 'missing'>;
 }
 
 /**
@@ -37,6 +39,19 @@ export function runpodPodBackend(client: RunpodClient, limits: { maxRateLimitWai
     },
     lookForPod: (podId, signal) => unlessNotFound(client.getPod(podId, options(signal)), 'found', 'missing'),
     spendLimitUsdPerHour: async () => (await client.getAccountLimits(options())).spendRate,
+    networkVolume: async (volumeId, signal) => {
+      let dataCenterId: string;
+      try {
+        dataCenterId = (await client.getNetworkVolume(volumeId, options(signal))).dataCenter;
+      } catch (error) {
+        if (isRunpodError(error, 'not-found')) return 'missing';
+        throw error;
+      }
+      const dataCenter = (await client.listDataCenters(options(signal))).find((dc) => dc.id === dataCenterId);
+      // A catalog that lists no GPU types for the data center says nothing about them.
+      const offered = dataCenter?.gpuAvailability.map((stock) => stock.id) ?? [];
+      return { dataCenterId, gpuTypes: offered.length > 0 ? offered : undefined };
+    },
   };
 }
 

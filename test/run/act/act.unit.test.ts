@@ -60,7 +60,7 @@ function harness(options: HarnessOptions = {}): Harness {
   const unexpected = (what: string) => (): never => assert.fail(`unexpected call: ${what}`);
   const pods: PodBackend = {
     catalog: unexpected('catalog'), createPod: unexpected('createPod'), deletePod: unexpected('deletePod'), startPod: unexpected('startPod'),
-    lookForPod: unexpected('lookForPod'), spendLimitUsdPerHour: unexpected('spendLimitUsdPerHour'),
+    lookForPod: unexpected('lookForPod'), spendLimitUsdPerHour: unexpected('spendLimitUsdPerHour'), networkVolume: unexpected('networkVolume'),
     ...(options.pods === 'none' ? {} : options.pods),
   };
   const jobHost: JobHost = {
