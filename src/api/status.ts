@@ -11,7 +11,7 @@ export const reasons = [
   'Succeeded', 'NoCapacity', 'DeadlineExceeded', 'BootTimeout', 'BootFailed', 'JobFailed', 'ResultsUnverified',
   'Cancelled', 'InvalidSpec', 'CredentialsMissing', 'CredentialsRejected', 'InsufficientBalance', 'PodLost',
   'CostCapReached', 'Deleting', 'RateLimited', 'SpendLimitReached', 'CredentialsInsufficient',
-  'SshSecretConflict', 'ResultsTooLarge', 'CleanupBlocked', 'WaitingForCapacity', 'CredentialsInvalid', 'Retrying',
+  'SshSecretConflict', 'ResultsTooLarge', 'CleanupBlocked', 'WaitingForCapacity', 'CredentialsInvalid', 'Retrying', 'ImagePullFailed',
 ] as const;
 export type Reason = (typeof reasons)[number];
 
@@ -44,6 +44,8 @@ export const podStatus = z.object({
   listedAt: time.optional().meta({ description: 'When a pod list first showed the pod (Runpod lists a new pod only after a while).' }),
   missingSince: time.optional().meta({ description: 'When the first list that should have shown the pod did not (cleared when a list shows it again): the watchdog\'s reasons are judged at this moment, not when the controller concluded.' }),
   retrieveGraceUntil: time.optional().meta({ description: 'While the results wait for a transfer slot or move, the controller extends the pod\'s retrieve grace to this time (renewed as it goes; the pod\'s watchdog honours the same extension): the grace bounds a controller that is gone, not one that is busy.' }),
+  systemLogReadAt: time.optional().meta({ description: 'When Runpod\'s system lines of the pod were last read (while it had no SSH port).' }),
+  systemLog: z.string().max(512).optional().meta({ description: 'The telling line of Runpod\'s system log of the pod (a refused image pull), else its last one.' }),
   startedAgainAt: time.optional().meta({ description: 'When the controller asked Runpod to start the pod again: it stopped (EXITED) after its job ended and before its results were retrieved, which its volume still holds. Once per pod.' }),
 }).meta({ description: 'The run\'s current (or last) pod.' });
 

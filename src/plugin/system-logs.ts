@@ -9,7 +9,7 @@ import { z } from 'zod';
 import type { RunpodRun } from '../api/runpodrun.ts';
 import { getRun, getRunpodKey, type Target } from './cluster.ts';
 import { PluginError } from './errors.ts';
-import { SseParser } from './sse.ts';
+import { SseParser } from '../sse.ts';
 
 /** The controller's environment variable for its --runpod-api-url (src/config.ts envName): a shell that runs both sets it once. */
 export const RUNPOD_API_URL_ENV = 'RUNPOD_OPERATOR_RUNPOD_API_URL';

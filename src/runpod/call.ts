@@ -42,7 +42,7 @@ const ENDPOINTS: Record<RunpodOperation, string> = {
   listPods: 'GET /pods', getPod: 'GET /pods/{podId}', createPod: 'POST /pods', deletePod: 'DELETE /pods/{podId}',
   podAction: 'POST /pods/{podId}/action', listGpuTypes: 'GET /catalog/gpus', listDataCenters: 'GET /catalog/datacenters',
   getAccountLimits: 'GET /account/limits', getNetworkVolume: 'GET /network-volumes/{networkVolumeId}',
-  listRegistries: 'GET /registries', createRegistry: 'POST /registries', deleteRegistry: 'DELETE /registries/{registryId}',
+  listRegistries: 'GET /registries', podLogs: 'GET /pods/{podId}/logs', createRegistry: 'POST /registries', deleteRegistry: 'DELETE /registries/{registryId}',
 };
 
 export interface CallOptions {

@@ -10,6 +10,7 @@ import { createHttp } from './http.ts';
 import { type RateLimiter, rateLimiterForKey } from './rate-limiter.ts';
 import { registerApiKey } from './redact.ts';
 import { createResourceCalls, type RunpodResources } from './resources.ts';
+import { createPodLogCall, type PodLogs } from './pod-logs.ts';
 import {
   type CreatePodRequest,
   type Pod,
@@ -65,7 +66,7 @@ export interface ListGpuTypesOptions extends CallOptions {
   minCudaVersion?: string | undefined;
 }
 
-export interface RunpodClient extends RunpodResources {
+export interface RunpodClient extends RunpodResources, PodLogs {
   /** Every pod of the account (all pages). */
   listPods(options?: CallOptions): Promise<Pod[]>;
   /** Throws `not-found` on Runpod's 404: evidence the pod is gone, not proof. */
@@ -254,6 +255,6 @@ export function createRunpodClient(options: RunpodClientOptions): RunpodClient {
 
   return {
     listPods, getPod, createPod, deletePod, podAction, listGpuTypes, listDataCenters, getAccountLimits,
-    ...createResourceCalls(call, timeouts, retry), limiter, close: () => http.close(),
+    ...createResourceCalls(call, timeouts, retry), ...createPodLogCall(call, timeouts, retry), limiter, close: () => http.close(),
   };
 }

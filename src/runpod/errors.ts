@@ -20,7 +20,7 @@ export const RUNPOD_ERROR_KINDS = [
 export type RunpodErrorKind = (typeof RUNPOD_ERROR_KINDS)[number];
 
 export type RunpodOperation = 'listPods' | 'getPod' | 'createPod' | 'deletePod' | 'podAction' | 'listGpuTypes' | 'listDataCenters' | 'getAccountLimits'
-  | 'getNetworkVolume' | 'listRegistries' | 'createRegistry' | 'deleteRegistry';
+  | 'getNetworkVolume' | 'listRegistries' | 'createRegistry' | 'deleteRegistry' | 'podLogs';
 
 const MAX_DETAIL = 300;
 

@@ -24,6 +24,11 @@ export interface HttpRequest {
   json?: unknown;
   timeoutMs: number;
   signal?: AbortSignal | undefined;
+  /**
+   * A stream that never ends by itself (server-sent events): a 2xx body is read until it has been quiet
+   * for quietMs, holds maxBytes, or timeoutMs passes, then closed; what came is the answer.
+   */
+  stream?: { quietMs: number; maxBytes: number } | undefined;
 }
 
 /** No HTTP answer arrived. `error` is the underlying failure; never rethrow it as is. */
@@ -85,6 +90,29 @@ async function readCapped(body: AsyncIterable<Buffer>, limit: number): Promise<{
   return { text: Buffer.concat(chunks).toString('utf8'), truncated: false };
 }
 
+/** A never-ending body up to its first quiet spell, `maxBytes` or `until` (epoch ms), whichever comes first. */
+async function readUntilQuiet(body: AsyncIterable<Buffer>, quietMs: number, maxBytes: number, until: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const iterator = body[Symbol.asyncIterator]();
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    while (size < maxBytes) {
+      const wait = Math.min(quietMs, until - Date.now());
+      if (wait <= 0) break;
+      const quiet = new Promise<'quiet'>((resolve) => { timer = setTimeout(() => resolve('quiet'), wait); });
+      const next = await Promise.race([iterator.next(), quiet]);
+      clearTimeout(timer);
+      if (next === 'quiet' || next.done) break;
+      chunks.push(next.value);
+      size += next.value.length;
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+  return Buffer.concat(chunks).toString('utf8').slice(0, maxBytes);
+}
+
 function parseBody(text: string, contentType: string): { body: unknown; unreadable: boolean } {
   const trimmed = text.trim();
   if (trimmed === '') return { body: '', unreadable: false };
@@ -116,13 +144,14 @@ export function createHttp(options: HttpOptions): Http {
   async function send(req: HttpRequest): Promise<HttpAnswer> {
     const url = new URL(`${base}${req.path}`);
     for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
+    const started = Date.now();
     const timeout = new AbortController();
     const timer = setTimeout(() => timeout.abort(new Error('timeout')), req.timeoutMs);
     const signal = req.signal ? AbortSignal.any([timeout.signal, req.signal]) : timeout.signal;
     const headers: Record<string, string> = {
       authorization,
       'user-agent': options.userAgent,
-      accept: 'application/json, application/problem+json',
+      accept: req.stream ? 'text/event-stream, application/problem+json' : 'application/json, application/problem+json',
     };
     if (req.json !== undefined) headers['content-type'] = 'application/json';
     try {
@@ -136,6 +165,11 @@ export function createHttp(options: HttpOptions): Http {
         bodyTimeout: req.timeoutMs,
       });
       const ok = res.statusCode >= 200 && res.statusCode < 300;
+      if (ok && req.stream) {
+        const text = await readUntilQuiet(res.body, req.stream.quietMs, req.stream.maxBytes, started + req.timeoutMs - 100);
+        res.body.destroy();
+        return { status: res.statusCode, headers: res.headers, body: text, unreadable: false };
+      }
       const { text, truncated } = await readCapped(res.body, ok ? MAX_SUCCESS_BODY : MAX_ERROR_BODY);
       if (truncated) res.body.destroy();
       const contentType = String(res.headers['content-type'] ?? '');

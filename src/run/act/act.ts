@@ -41,6 +41,8 @@ export async function act(action: Action, ctx: ActContext): Promise<Outcome | un
       const found = await requireAccount(ctx).pods.networkVolume(action.volumeId, ctx.signal);
       return { step: 'readNetworkVolume', result: found === 'missing' ? { kind: 'missing' } : { kind: 'found', ...found } };
     }
+    case 'readSystemLog':
+      return { step: 'readSystemLog', result: { podId: action.podId, lines: await readSystemLog(ctx, action.podId) } };
     case 'readCatalog':
       await readCatalog(ctx);
       return undefined;
@@ -84,6 +86,18 @@ export async function act(action: Action, ctx: ActContext): Promise<Outcome | un
 function connectedHost(ctx: ActContext): JobHost {
   if (!ctx.jobHost.connected) throw new Error(noConnectionMessage);
   return ctx.jobHost;
+}
+
+/**
+ * Best effort: a pod's system lines explain, they decide nothing alone, so a failed read (counted by the
+ * Runpod request metrics by endpoint and status) reads as none rather than holding up the reconcile.
+ */
+async function readSystemLog(ctx: ActContext, podId: string): Promise<string[]> {
+  try {
+    return await requireAccount(ctx).pods.systemLog(podId, ctx.signal);
+  } catch {
+    return [];
+  }
 }
 
 /** Every type that fits gpu.auto, cheapest first, each marked in stock or not (decide chooses among them). */

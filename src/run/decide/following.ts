@@ -12,6 +12,7 @@ import { graceRenewal, retrieveGraceEnd } from './grace.ts';
 import { VERDICT_BOUND_SECONDS } from '../../pod/protocol.ts';
 import { verdictBoundMs } from './timings.ts';
 import { currentTry, endTry, failOrRetry, retryAllowed } from './retry.ts';
+import { lastWord, systemLogDue } from './system-log.ts';
 
 export function followPod(ctx: PodContext, spec: RunpodRunSpec): Step {
   const { obs, status, pod, list } = ctx;
@@ -42,14 +43,14 @@ export function followPod(ctx: PodContext, spec: RunpodRunSpec): Step {
       const attempt = status.attempts?.find((a) => a.podId === pod.id);
       if (attempt) {
         attempt.outcome = 'NotReady';
-        attempt.message = `SSH did not answer with the pinned host key within ${spec.limits.readyTimeoutSeconds}s`;
+        attempt.message = `SSH did not answer with the pinned host key within ${spec.limits.readyTimeoutSeconds}s${lastWord(pod)}`;
       }
       phase(ctx, 'Provisioning', 'Provisioning', `pod ${pod.name} was not ready in time; deleting it before trying the next GPU type`);
       return step({ type: 'none' });
     }
     if (!listed.ssh) {
-      phase(ctx, 'Provisioning', 'WaitingForSsh', `pod ${pod.name} is ${listed.status}; waiting for its SSH port`);
-      return wait(Math.min(obs.settings.pollIntervalMs, 5000));
+      phase(ctx, 'Provisioning', 'WaitingForSsh', `pod ${pod.name} is ${listed.status}; waiting for its SSH port${lastWord(pod)}`);
+      return systemLogDue(ctx) ?? wait(Math.min(obs.settings.pollIntervalMs, 5000));
     }
     pod.sshHost = listed.ssh.host;
     pod.sshPort = listed.ssh.port;

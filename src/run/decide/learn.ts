@@ -8,6 +8,7 @@ import { fail, phase, type Context } from './step.ts';
 import { retireCurrentPod } from './cost.ts';
 import { podStatusFrom } from './provisioning.ts';
 import { applyVolumeOutcome } from './network-volume.ts';
+import { applySystemLogOutcome } from './system-log.ts';
 import type { CreateOutcome, Outcome, ProbeOutcome, RetrievalOutcome } from './outcome.ts';
 
 const heldBack: Record<Exclude<SpendClaim, 'granted'>, string> = {
@@ -123,6 +124,9 @@ export function learn(obs: Observation, status: RunpodRunStatus, outcome: Outcom
       break;
     case 'readNetworkVolume':
       applyVolumeOutcome(obs, learned, outcome.result);
+      break;
+    case 'readSystemLog':
+      applySystemLogOutcome(obs, learned, outcome.result);
   }
   return learned;
 }

@@ -131,6 +131,7 @@ export type Action =
   | { type: 'setKeep'; keep: boolean }
   | { type: 'startJob'; try: number }
   | { type: 'readNetworkVolume'; volumeId: string }
+  | { type: 'readSystemLog'; podId: string }
   | { type: 'cancelJob' }
   | { type: 'retrieveResults' }
   /** While a transfer waits or moves: the pod's retrieve grace is extended to this many seconds from now (retrieve.until). */

@@ -6,7 +6,11 @@ export type Outcome =
   | { step: 'createPod'; attemptName: string; result: CreateOutcome }
   | { step: 'probeSsh'; result: ProbeOutcome }
   | { step: 'retrieveResults'; result: RetrievalOutcome }
-  | { step: 'readNetworkVolume'; result: VolumeOutcome };
+  | { step: 'readNetworkVolume'; result: VolumeOutcome }
+  | { step: 'readSystemLog'; result: SystemLogOutcome };
+
+/** Runpod's system lines of a pod (oldest first); none when the read failed (it is best effort). */
+export interface SystemLogOutcome { podId: string; lines: readonly string[] }
 
 /** spec.networkVolume as Runpod knows it: its data center and, when the catalog said, the GPU types offered there. */
 export type VolumeOutcome = { kind: 'found'; dataCenterId: string; gpuTypes?: readonly string[] | undefined } | { kind: 'missing' };

@@ -20,6 +20,8 @@ export interface PodBackend {
   lookForPod(podId: string, signal?: AbortSignal): Promise<'found' | 'missing'>;
   /** The account's spend limit in USD/h (needs the key's account:read scope; throws without it). */
   spendLimitUsdPerHour(): Promise<number>;
+  /** Runpod's system lines of the pod, oldest first (the replay of its log stream). */
+  systemLog(podId: string, signal?: AbortSignal): Promise<string[]>;
   /** A network volume's data center and the GPU types offered there (when the catalog lists it); 'missing' on Runpod's 404. */
   networkVolume(volumeId: string, signal?: AbortSignal): Promise<{ dataCenterId: string; gpuTypes?: string[] | undefined } | 'missing'>;
 }
@@ -39,6 +41,7 @@ export function runpodPodBackend(client: RunpodClient, limits: { maxRateLimitWai
     },
     lookForPod: (podId, signal) => unlessNotFound(client.getPod(podId, options(signal)), 'found', 'missing'),
     spendLimitUsdPerHour: async () => (await client.getAccountLimits(options())).spendRate,
+    systemLog: async (podId, signal) => (await client.podLogs(podId, { source: 'system', tail: 50 }, options(signal))).map((l) => l.line),
     networkVolume: async (volumeId, signal) => {
       let dataCenterId: string;
       try {

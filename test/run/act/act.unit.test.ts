@@ -14,7 +14,7 @@ import type { RunApi } from '../../../src/run/ports/run-api.ts';
 import { RunEvidence } from '../../../src/run/memory/evidence.ts';
 import { SpendRoom, spendPriceKey } from '../../../src/run/memory/spend-room.ts';
 import type { GpuTypeOffer } from '../../../src/runpod/catalog.ts';
-import { RunpodError, type RunpodErrorKind } from '../../../src/runpod/index.ts';
+import { RunpodError, type RunpodErrorKind, type RunpodOperation } from '../../../src/runpod/index.ts';
 import { podSchema } from '../../../src/runpod/schemas.ts';
 import { HostKeyMismatchError } from '../../../src/ssh/errors.ts';
 import { at, observe, readyStatus, spec, ssh, t0 } from '../fixture.ts';
@@ -32,7 +32,7 @@ function offer(id: string, pricePerGpuHour: number, inStock = true): GpuTypeOffe
   };
 }
 
-const refusal = (kind: RunpodErrorKind, operation: 'createPod' | 'deletePod' | 'getPod' = 'createPod', retryAfterMs?: number): RunpodError =>
+const refusal = (kind: RunpodErrorKind, operation: RunpodOperation = 'createPod', retryAfterMs?: number): RunpodError =>
   new RunpodError({ kind, operation, detail: `fake ${kind}`, retryAfterMs });
 
 interface Harness {
@@ -60,7 +60,7 @@ function harness(options: HarnessOptions = {}): Harness {
   const unexpected = (what: string) => (): never => assert.fail(`unexpected call: ${what}`);
   const pods: PodBackend = {
     catalog: unexpected('catalog'), createPod: unexpected('createPod'), deletePod: unexpected('deletePod'), startPod: unexpected('startPod'),
-    lookForPod: unexpected('lookForPod'), spendLimitUsdPerHour: unexpected('spendLimitUsdPerHour'), networkVolume: unexpected('networkVolume'),
+    lookForPod: unexpected('lookForPod'), spendLimitUsdPerHour: unexpected('spendLimitUsdPerHour'), networkVolume: unexpected('networkVolume'), systemLog: unexpected('systemLog'),
     ...(options.pods === 'none' ? {} : options.pods),
   };
   const jobHost: JobHost = {
@@ -364,6 +364,24 @@ test('readCatalog: nothing in stock: every type that fits is recorded, none in s
   const h = harness({ obs: { spec: spec({ gpu: { auto: {} } }) }, pods: { catalog: () => Promise.resolve(['D', 'C', 'B', 'A'].map((id, i) => offer(id, i + 1, false))) } });
   await act({ type: 'readCatalog' }, h.ctx);
   assert.deepEqual(h.evidence.catalog('uid-1'), ['D', 'C', 'B', 'A'].map((gpuType) => ({ gpuType, inStock: false })));
+});
+
+// --- readNetworkVolume, readSystemLog -------------------------------------------------------------
+
+test('readNetworkVolume: found with its data center and GPU types, or missing on Runpod\'s 404; another failure throws', async () => {
+  const found = harness({ pods: { networkVolume: () => Promise.resolve({ dataCenterId: 'EU-RO-1', gpuTypes: ['A'] }) } });
+  assert.deepEqual(await act({ type: 'readNetworkVolume', volumeId: 'nv1' }, found.ctx), { step: 'readNetworkVolume', result: { kind: 'found', dataCenterId: 'EU-RO-1', gpuTypes: ['A'] } });
+  const missing = harness({ pods: { networkVolume: () => Promise.resolve('missing' as const) } });
+  assert.deepEqual(await act({ type: 'readNetworkVolume', volumeId: 'nv1' }, missing.ctx), { step: 'readNetworkVolume', result: { kind: 'missing' } });
+  const failing = harness({ pods: { networkVolume: () => Promise.reject(refusal('transient', 'getNetworkVolume')) } });
+  await assert.rejects(act({ type: 'readNetworkVolume', volumeId: 'nv1' }, failing.ctx), /fake transient/);
+});
+
+test('readSystemLog: the lines, or none when the read fails (best effort: it explains, it holds nothing up)', async () => {
+  const read = harness({ pods: { systemLog: () => Promise.resolve(['Pulling image img']) } });
+  assert.deepEqual(await act({ type: 'readSystemLog', podId: 'p1' }, read.ctx), { step: 'readSystemLog', result: { podId: 'p1', lines: ['Pulling image img'] } });
+  const failing = harness({ pods: { systemLog: () => Promise.reject(refusal('transient', 'podLogs')) } });
+  assert.deepEqual(await act({ type: 'readSystemLog', podId: 'p1' }, failing.ctx), { step: 'readSystemLog', result: { podId: 'p1', lines: [] } });
 });
 
 // --- probeSsh -------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 // comments, multi-line data, the last event id, retry, line ends split across chunks, a byte order mark.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { SseParser } from '../../src/plugin/sse.ts';
+import { SseParser } from '../src/sse.ts';
 
 /** Feeds the text in pieces of `size` characters and collects every event. */
 function parse(text: string, size = text.length): { events: ReturnType<SseParser['push']>; parser: SseParser } {
