@@ -29,11 +29,15 @@ export function accountLimits(core: SimCore): { spendRate: number; serverlessWor
   return { spendRate: core.config.account.spendRateUsdPerHour, serverlessWorkers: core.config.account.serverlessWorkers };
 }
 
-/** The scope a call needs ([I] names): reads of pods, writes of pods, the account's limits; the catalog needs none. */
+/**
+ * The scope a call needs ([I] names): reads and writes of pods and of network volumes, the account's
+ * limits; the catalog needs none.
+ */
 export function requiredScope(method: string, template: string): ApiKeyScope | null {
   if (template === '/v2/account/limits') return 'account:read';
-  if (!template.startsWith('/v2/pods')) return null;
-  return method === 'GET' ? 'pods:read' : 'pods:write';
+  const kind = (['pods', 'network-volumes'] as const).find((name) => template.startsWith(`/v2/${name}`));
+  if (kind === undefined) return null;
+  return `${kind}:${method === 'GET' ? 'read' : 'write'}`;
 }
 
 /** The 403 a valid account key gets for a call its scopes do not cover, or null. Pod keys have their own rules. */

@@ -7,6 +7,7 @@ import type { SimCore } from './core.ts';
 import { empty, fail, json, readJsonBody, type Reply, type Route } from './http.ts';
 import { logStream } from './logstream.ts';
 import { problem, problems, validationErrors } from './problems.ts';
+import { createPodResources, resourceRoutes } from './resources-api.ts';
 import { createPodSchema, cudaAllowed, podActionSchema, ruleViolation } from './requests.ts';
 import type { PodKeyRefusal } from './config.ts';
 import type { Principal, PodRecord } from './state.ts';
@@ -96,7 +97,10 @@ const createPod: ApiHandler = async (core, { req, principal }) => {
   const unknownDc = body.dataCenterIds?.find((id) => !state.config.dataCenters.some((dc) => dc.id === id));
   if (unknownDc !== undefined) return fail(problem(400, `unknown data center: ${unknownDc}`));
   const cloud = body.cloud ?? 'SECURE';
-  const candidates = body.dataCenterIds && body.dataCenterIds.length > 0 ? body.dataCenterIds : state.dataCentersOf(type.id);
+  // A named network volume must be the account's, and pins the pod to its data center.
+  const resources = createPodResources(core, principal.key, body, body.dataCenterIds && body.dataCenterIds.length > 0 ? body.dataCenterIds : state.dataCentersOf(type.id));
+  if (!resources.ok) return fail(resources.problem);
+  const { candidates } = resources;
   const price = cloud === 'SECURE' ? type.pricePerHour.secure : (type.pricePerHour.community ?? type.pricePerHour.secure);
   const costPerHr = Math.round(price * count * 10000) / 10000;
   // Checked before placement: the refusal holds whatever the stock.
@@ -259,6 +263,7 @@ export const apiRoutes: Route<ApiHandler>[] = [
   { method: 'GET', template: '/v2/catalog/datacenters', handler: listDataCenters },
   { method: 'GET', template: '/v2/catalog/datacenters/{id}', handler: getDataCenter },
   { method: 'GET', template: '/v2/account/limits', handler: getAccountLimits },
+  ...resourceRoutes,
 ];
 
 /** A pod key refused by config on its own pod (`podKeys.refuse`): the call is 403 and changes nothing. */

@@ -5,6 +5,8 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 
+export const VOLUME_TYPES = ['STANDARD', 'HIGH_PERFORMANCE'] as const;
+
 const regions = ['NORTH_AMERICA', 'SOUTH_AMERICA', 'EUROPE', 'ASIA', 'MIDDLE_EAST', 'AFRICA', 'OCEANIA', 'UNKNOWN'] as const;
 
 const priceSchema = z.union([
@@ -31,14 +33,30 @@ const dataCenterSchema = z.strictObject({
   region: z.enum(regions).default('UNKNOWN'),
   globalNetwork: z.boolean().default(false),
   compliance: z.array(z.string()).default([]),
-  networkVolumeTypes: z.array(z.enum(['STANDARD', 'HIGH_PERFORMANCE'])).default(['STANDARD']),
+  /** The network volume tiers it offers, the first its default; [] offers none. */
+  networkVolumeTypes: z.array(z.enum(VOLUME_TYPES)).default(['STANDARD']),
+});
+
+/** Ids of what a config presets (volumes): what the product accepts as a resource id. */
+const presetId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, '1-64 letters, digits, _ or -');
+
+/** A network volume that exists from the start, so a test can name a fixed id (resources.ts). */
+const presetVolumeSchema = z.strictObject({
+  id: presetId,
+  name: z.string().min(1),
+  size: z.number().int().min(10).max(4096),
+  dataCenter: z.string().min(1),
+  /** Default: the data center's first networkVolumeTypes entry. */
+  type: z.enum(VOLUME_TYPES).optional(),
+  /** The account key that owns it; absent: every account key has it. */
+  owner: z.string().min(1).optional(),
 });
 
 /** What a pod-scoped key may be refused on its own pod (API-NOTES §4.1: "delete permission varies by deployment"). */
 export const podKeyRefusalSchema = z.enum(['delete', 'terminate', 'stop', 'restart', 'start']);
 
 /** Scopes a key may carry (API-NOTES 2026-12 addendum names account:read; the rest are [I]). */
-export const API_KEY_SCOPES = ['pods:read', 'pods:write', 'account:read'] as const;
+export const API_KEY_SCOPES = ['pods:read', 'pods:write', 'account:read', 'network-volumes:read', 'network-volumes:write'] as const;
 export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
 
 const portSchema = z.number().int().min(1).max(65535);
@@ -70,7 +88,7 @@ export const imageSchema = z
     path: ['ownSshd'],
   });
 
-export const simConfigSchema = z
+const simConfigSchemaBase = z
   .strictObject({
     gpuTypes: z.array(gpuTypeSchema).min(1).prefault(() => defaultGpuTypes()),
     dataCenters: z.array(dataCenterSchema).min(1).prefault(() => defaultDataCenters()),
@@ -121,6 +139,8 @@ export const simConfigSchema = z
       })
       .prefault({}),
     images: z.record(z.string().min(1), imageSchema).default({}),
+    /** Network volumes that exist when the simulator starts. */
+    networkVolumes: z.array(presetVolumeSchema).default([]),
     podKeys: z
       .strictObject({
         /** `DELETE /v2/pods/{id}` and the actions a pod key is refused (403) on its own pod; reading it stays allowed. */
@@ -162,7 +182,9 @@ export const simConfigSchema = z
         forward: z.array(z.strictObject({ podPort: portSchema, hostPort: portSchema })).default([]),
       })
       .prefault({}),
-  })
+  });
+
+export const simConfigSchema = simConfigSchemaBase
   .superRefine((config, ctx) => {
     const podPorts = new Set<number>();
     config.network.forward.forEach(({ podPort }, index) => {
@@ -170,6 +192,7 @@ export const simConfigSchema = z
       podPorts.add(podPort);
     });
     const dcIds = new Set(config.dataCenters.map((dc) => dc.id));
+    presetIssues(config).forEach((issue) => ctx.addIssue({ code: 'custom', ...issue }));
     config.gpuTypes.forEach((type, index) => {
       for (const dcId of Object.keys(type.stock)) {
         if (!dcIds.has(dcId)) {
@@ -178,6 +201,23 @@ export const simConfigSchema = z
       }
     });
   });
+
+/** Preset volumes in a data center that offers their tier; no id twice. */
+function presetIssues(config: z.output<typeof simConfigSchemaBase>): { path: PropertyKey[]; message: string }[] {
+  const issues: { path: PropertyKey[]; message: string }[] = [];
+  const seen = new Set<string>();
+  config.networkVolumes.forEach((volume, index) => {
+    const dc = config.dataCenters.find((candidate) => candidate.id === volume.dataCenter);
+    const type = volume.type ?? dc?.networkVolumeTypes[0];
+    if (!dc) issues.push({ path: ['networkVolumes', index, 'dataCenter'], message: `unknown data center ${volume.dataCenter}` });
+    else if (type === undefined || !dc.networkVolumeTypes.includes(type)) {
+      issues.push({ path: ['networkVolumes', index, 'type'], message: `${dc.id} offers no ${type === undefined ? '' : `${type} `}network volumes` });
+    }
+    if (seen.has(volume.id)) issues.push({ path: ['networkVolumes', index, 'id'], message: `volume ${volume.id} is listed twice` });
+    seen.add(volume.id);
+  });
+  return issues;
+}
 
 export type SimConfigInput = z.input<typeof simConfigSchema>;
 export type SimConfig = z.output<typeof simConfigSchema>;

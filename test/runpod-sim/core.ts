@@ -7,6 +7,7 @@ import { PodCursors } from './paging.ts';
 import { PodLog } from './podlog.ts';
 import { RealPod, type PodHostContext } from './pods.ts';
 import { RateLimiter } from './ratelimit.ts';
+import { SimResources } from './resources.ts';
 import { SimState, type DeletedBy, type PodRecord } from './state.ts';
 import { RequestStats } from './stats.ts';
 
@@ -17,6 +18,8 @@ export class SimCore {
   readonly stats = new RequestStats();
   readonly cursors: PodCursors;
   readonly pods = new Map<string, RealPod>();
+  /** Network volumes. */
+  readonly resources: SimResources;
   /** Every pod's log lines (GET /v2/pods/{id}/logs), by pod id: kept after a delete, closed then. */
   private readonly logs = new Map<string, PodLog>();
   /** Sockets of requests held open by the create-timeout fault. */
@@ -26,6 +29,7 @@ export class SimCore {
 
   constructor(config: SimConfig, accountKeys: readonly string[], host: PodHostContext, log: Logger) {
     this.state = new SimState(config, accountKeys);
+    this.resources = new SimResources(config);
     this.limiter = new RateLimiter(config.rateLimits);
     this.cursors = new PodCursors(config.pods.cursorTtlMs);
     this.host = host;
@@ -44,6 +48,11 @@ export class SimCore {
       this.logs.set(podId, log);
     }
     return log;
+  }
+
+  /** Where network volumes live on this machine (one directory per volume id, pods.ts). */
+  get volumesDir(): string {
+    return this.host.volumesDir;
   }
 
   /** Starts a real pod for a new record; the API answers without waiting for it to boot. */

@@ -32,6 +32,7 @@ import { splitArgs } from './argv.ts';
 import { clockSkewFunction, skewRunningClock } from './clock.ts';
 import { forwardWords, type PodForward } from './forward.ts';
 import { outputPipe, type OutputPipe } from './pipes.ts';
+import { mountedVolumeId } from './resources.ts';
 import { LineSplitter, type PodLog } from './podlog.ts';
 import { hasListener, netNamespace, nowTicks, onlyChild, processesInNetNamespace, type ProcInfo, type ProcessTable } from './procs.ts';
 
@@ -461,6 +462,9 @@ export class RealPod {
       RUNPOD_MEM_GB: String(Math.max(16, (gpu?.memoryInGb ?? 16)) * pod.gpuCount),
       RUNPOD_DC_ID: pod.dataCenterId,
     });
+    // API-NOTES §4.1: the attached network volume.
+    const volumeId = mountedVolumeId(pod);
+    if (volumeId !== undefined) env.RUNPOD_VOLUME_ID = volumeId;
     for (const port of ports) {
       if (port.type === 'tcp' && port.public !== null) env[`RUNPOD_TCP_PORT_${port.private}`] = String(port.public);
     }
