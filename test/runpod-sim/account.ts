@@ -30,12 +30,12 @@ export function accountLimits(core: SimCore): { spendRate: number; serverlessWor
 }
 
 /**
- * The scope a call needs ([I] names): reads and writes of pods and of network volumes, the account's
- * limits; the catalog needs none.
+ * The scope a call needs ([I] names): reads and writes of pods, of network volumes and of registry
+ * credentials, the account's limits; the catalog needs none.
  */
 export function requiredScope(method: string, template: string): ApiKeyScope | null {
   if (template === '/v2/account/limits') return 'account:read';
-  const kind = (['pods', 'network-volumes'] as const).find((name) => template.startsWith(`/v2/${name}`));
+  const kind = (['pods', 'network-volumes', 'registries'] as const).find((name) => template.startsWith(`/v2/${name}`));
   if (kind === undefined) return null;
   return `${kind}:${method === 'GET' ? 'read' : 'write'}`;
 }

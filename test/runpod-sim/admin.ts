@@ -41,8 +41,10 @@ const listPods: AdminHandler = async (core) => {
 };
 
 const podLogs: AdminHandler = async (core, _req, params) => {
-  const pod = core.pods.get(params[0] ?? '');
-  return Promise.resolve(pod ? { kind: 'text', status: 200, body: pod.logs() } : fail(problems.notFound()));
+  const id = params[0] ?? '';
+  // A pod whose image was refused (pull.ts) has no process, so no output: an empty log, not a 404.
+  if (!core.state.pods.has(id)) return Promise.resolve(fail(problems.notFound()));
+  return Promise.resolve({ kind: 'text', status: 200, body: core.pods.get(id)?.logs() ?? '' });
 };
 
 const armFault: AdminHandler = async (core, req) => {

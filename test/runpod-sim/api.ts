@@ -97,7 +97,7 @@ const createPod: ApiHandler = async (core, { req, principal }) => {
   const unknownDc = body.dataCenterIds?.find((id) => !state.config.dataCenters.some((dc) => dc.id === id));
   if (unknownDc !== undefined) return fail(problem(400, `unknown data center: ${unknownDc}`));
   const cloud = body.cloud ?? 'SECURE';
-  // A named network volume must be the account's, and pins the pod to its data center.
+  // A named registry and network volume must be the account's; the volume pins the pod to its data center.
   const resources = createPodResources(core, principal.key, body, body.dataCenterIds && body.dataCenterIds.length > 0 ? body.dataCenterIds : state.dataCentersOf(type.id));
   if (!resources.ok) return fail(resources.problem);
   const { candidates } = resources;
@@ -123,6 +123,7 @@ const createPod: ApiHandler = async (core, { req, principal }) => {
       ports: body.ports ?? [],
       env: body.env ?? {},
       mounts: body.mounts ?? {},
+      registry: resources.registry,
       cloud,
       globalNetworking: body.globalNetworking ?? false,
     },

@@ -37,7 +37,7 @@ const dataCenterSchema = z.strictObject({
   networkVolumeTypes: z.array(z.enum(VOLUME_TYPES)).default(['STANDARD']),
 });
 
-/** Ids of what a config presets (volumes): what the product accepts as a resource id. */
+/** Ids of what a config presets (volumes, registries): what the product accepts as a resource id. */
 const presetId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, '1-64 letters, digits, _ or -');
 
 /** A network volume that exists from the start, so a test can name a fixed id (resources.ts). */
@@ -52,11 +52,20 @@ const presetVolumeSchema = z.strictObject({
   owner: z.string().min(1).optional(),
 });
 
+/** A registry credential that exists from the start (its username and password are never served). */
+const presetRegistrySchema = z.strictObject({
+  id: presetId,
+  name: z.string().min(1),
+  username: z.string().min(1),
+  password: z.string().min(1),
+  owner: z.string().min(1).optional(),
+});
+
 /** What a pod-scoped key may be refused on its own pod (API-NOTES §4.1: "delete permission varies by deployment"). */
 export const podKeyRefusalSchema = z.enum(['delete', 'terminate', 'stop', 'restart', 'start']);
 
 /** Scopes a key may carry (API-NOTES 2026-12 addendum names account:read; the rest are [I]). */
-export const API_KEY_SCOPES = ['pods:read', 'pods:write', 'account:read', 'network-volumes:read', 'network-volumes:write'] as const;
+export const API_KEY_SCOPES = ['pods:read', 'pods:write', 'account:read', 'network-volumes:read', 'network-volumes:write', 'registries:read', 'registries:write'] as const;
 export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
 
 const portSchema = z.number().int().min(1).max(65535);
@@ -82,6 +91,11 @@ export const imageSchema = z
     ownSshd: z.boolean().default(false),
     /** Commands absent from the pod's file system (hidden in the container's mount namespace), e.g. ["curl"]. */
     withoutCommands: z.array(z.string().regex(/^[A-Za-z0-9._+-]+$/, 'a command name')).default([]),
+    /**
+     * A private image: it pulls only for a pod whose create named a registry credential with this
+     * username and password; any other pod stays pulling, refused, with backoff (pull.ts).
+     */
+    registryAuth: z.strictObject({ username: z.string().min(1), password: z.string().min(1) }).optional(),
   })
   .refine((image) => !image.ownSshd || image.entrypoint !== undefined, {
     message: 'ownSshd needs an entrypoint (args replace the CMD, so only an ENTRYPOINT can start the image\'s sshd)',
@@ -109,6 +123,8 @@ const simConfigSchemaBase = z
         restartDelayMs: z.number().int().nonnegative().default(2000),
         /** Delay before answering a create, to exercise client timeouts. */
         createLatencyMs: z.number().int().nonnegative().default(0),
+        /** A refused image pull is tried again after this, doubling up to 5 minutes (pull.ts). */
+        pullBackoffMs: z.number().int().positive().default(10_000),
       })
       .prefault({}),
     pods: z
@@ -139,8 +155,9 @@ const simConfigSchemaBase = z
       })
       .prefault({}),
     images: z.record(z.string().min(1), imageSchema).default({}),
-    /** Network volumes that exist when the simulator starts. */
+    /** Network volumes and registry credentials that exist when the simulator starts. */
     networkVolumes: z.array(presetVolumeSchema).default([]),
+    registries: z.array(presetRegistrySchema).default([]),
     podKeys: z
       .strictObject({
         /** `DELETE /v2/pods/{id}` and the actions a pod key is refused (403) on its own pod; reading it stays allowed. */
@@ -215,6 +232,11 @@ function presetIssues(config: z.output<typeof simConfigSchemaBase>): { path: Pro
     }
     if (seen.has(volume.id)) issues.push({ path: ['networkVolumes', index, 'id'], message: `volume ${volume.id} is listed twice` });
     seen.add(volume.id);
+  });
+  const registryIds = new Set<string>();
+  config.registries.forEach((registry, index) => {
+    if (registryIds.has(registry.id)) issues.push({ path: ['registries', index, 'id'], message: `registry ${registry.id} is listed twice` });
+    registryIds.add(registry.id);
   });
   return issues;
 }

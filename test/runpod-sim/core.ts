@@ -6,6 +6,7 @@ import { FaultQueue } from './faults.ts';
 import { PodCursors } from './paging.ts';
 import { PodLog } from './podlog.ts';
 import { RealPod, type PodHostContext } from './pods.ts';
+import { pullRefusal, RefusedPull } from './pull.ts';
 import { RateLimiter } from './ratelimit.ts';
 import { SimResources } from './resources.ts';
 import { SimState, type DeletedBy, type PodRecord } from './state.ts';
@@ -18,8 +19,10 @@ export class SimCore {
   readonly stats = new RequestStats();
   readonly cursors: PodCursors;
   readonly pods = new Map<string, RealPod>();
-  /** Network volumes. */
+  /** Network volumes and registry credentials. */
   readonly resources: SimResources;
+  /** Pods whose private image is refused (pull.ts): no RealPod, only the tries in the system log. */
+  private readonly pulls = new Map<string, RefusedPull>();
   /** Every pod's log lines (GET /v2/pods/{id}/logs), by pod id: kept after a delete, closed then. */
   private readonly logs = new Map<string, PodLog>();
   /** Sockets of requests held open by the create-timeout fault. */
@@ -55,8 +58,20 @@ export class SimCore {
     return this.host.volumesDir;
   }
 
-  /** Starts a real pod for a new record; the API answers without waiting for it to boot. */
-  boot(record: PodRecord): RealPod {
+  /**
+   * Starts a real pod for a new record; the API answers without waiting for it to boot. A private
+   * image without its credential starts none: the pull is refused, and tried again, until a stop or delete.
+   */
+  boot(record: PodRecord): RealPod | undefined {
+    this.pulls.get(record.id)?.stop();
+    this.pulls.delete(record.id);
+    const refusal = pullRefusal(this.config, this.resources, record);
+    if (refusal !== null) {
+      const pull = new RefusedPull(record, this.podLog(record.id), refusal, this.config.timings.pullBackoffMs);
+      this.pulls.set(record.id, pull);
+      pull.start();
+      return undefined;
+    }
     const pod = new RealPod(record, this.host, this.podLog(record.id));
     this.pods.set(record.id, pod);
     pod.boot().catch((error: unknown) => this.log.error({ err: error, podId: record.id }, 'pod boot failed'));
@@ -69,6 +84,7 @@ export class SimCore {
     // A vanished pod's host stopped answering: nothing narrates its end, its streams just close.
     if (by !== 'vanished') log.system('Terminating pod');
     this.state.markDeleted(record, by);
+    this.pulls.get(record.id)?.stop();
     this.log.debug({ podId: record.id, by }, 'pod deleted');
     try {
       await this.pods.get(record.id)?.destroy();
@@ -98,6 +114,7 @@ export class SimCore {
     this.held.clear();
     // Log streams stay open forever otherwise: they end with the simulator, first.
     for (const log of this.logs.values()) log.close();
+    for (const pull of this.pulls.values()) pull.stop();
     await Promise.all([...this.pods.values()].map((pod) => pod.destroy()));
   }
 }

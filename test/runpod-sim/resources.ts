@@ -1,6 +1,7 @@
 // The account's resources beside pods: network volumes (openapi-v2.json NetworkVolume, each bound to
-// one data center). Each belongs to the account key that created it; a preset one without an `owner`
-// (config networkVolumes) to every account key.
+// one data center) and registry credentials (Registry: username and password are write-only, kept
+// here only to decide whether a private image pulls, pull.ts). Each belongs to the account key that
+// created it; a preset one without an `owner` (config networkVolumes, registries) to every account key.
 import { randomInt } from 'node:crypto';
 import type { SimConfig } from './config.ts';
 import type { PodRecord } from './state.ts';
@@ -17,6 +18,14 @@ export interface NetworkVolume {
   owner: string | null;
 }
 
+export interface RegistryCredential {
+  id: string;
+  name: string;
+  username: string;
+  password: string;
+  owner: string | null;
+}
+
 const ID_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 
 /** The volume a pod mounts (`mounts.network[0].volumeId`), if any. */
@@ -26,6 +35,7 @@ export function mountedVolumeId(pod: { spec: Pick<PodRecord['spec'], 'mounts'> }
 
 export class SimResources {
   private readonly volumes = new Map<string, NetworkVolume>();
+  private readonly registries = new Map<string, RegistryCredential>();
 
   constructor(config: SimConfig) {
     for (const preset of config.networkVolumes) {
@@ -33,6 +43,9 @@ export class SimResources {
       // config.ts has checked that the data center exists and offers the tier.
       const type = preset.type ?? dc?.networkVolumeTypes[0] ?? 'STANDARD';
       this.volumes.set(preset.id, { id: preset.id, name: preset.name, size: preset.size, dataCenter: preset.dataCenter, type, owner: preset.owner ?? null });
+    }
+    for (const preset of config.registries) {
+      this.registries.set(preset.id, { ...preset, owner: preset.owner ?? null });
     }
   }
 
@@ -56,6 +69,24 @@ export class SimResources {
     this.volumes.delete(id);
   }
 
+  registriesOf(account: string): RegistryCredential[] {
+    return [...this.registries.values()].filter((registry) => owns(account, registry));
+  }
+
+  registry(account: string, id: string): RegistryCredential | undefined {
+    const registry = this.registries.get(id);
+    return registry && owns(account, registry) ? registry : undefined;
+  }
+
+  addRegistry(account: string, fields: Omit<RegistryCredential, 'id' | 'owner'>): RegistryCredential {
+    const registry: RegistryCredential = { ...fields, id: freshId(this.registries), owner: account };
+    this.registries.set(registry.id, registry);
+    return registry;
+  }
+
+  deleteRegistry(id: string): void {
+    this.registries.delete(id);
+  }
 }
 
 function owns(account: string, resource: { owner: string | null }): boolean {
@@ -74,4 +105,9 @@ function freshId(taken: ReadonlyMap<string, unknown>): string {
 /** What GET /v2/network-volumes serves of a volume (openapi-v2.json NetworkVolume). */
 export function volumeView(volume: NetworkVolume): Record<string, unknown> {
   return { id: volume.id, name: volume.name, size: volume.size, dataCenter: volume.dataCenter, type: volume.type };
+}
+
+/** What GET /v2/registries serves of a credential: never its username or password (write-only). */
+export function registryView(registry: RegistryCredential): Record<string, unknown> {
+  return { id: registry.id, name: registry.name };
 }

@@ -22,6 +22,8 @@ export interface PodSpec {
   ports: string[];
   env: Record<string, string>;
   mounts: Record<string, unknown>;
+  /** The registry credential the image is pulled with (create's `registry`), or null. */
+  registry: string | null;
   cloud: Cloud;
   globalNetworking: boolean;
 }

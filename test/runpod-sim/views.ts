@@ -40,7 +40,7 @@ export function podView(pod: PodRecord, flow: StatusFlow, now = Date.now()): Rec
     disk: pod.spec.disk,
     ports: pod.spec.ports,
     env: pod.spec.env,
-    registry: null,
+    registry: pod.spec.registry,
     status,
     actions: actionsByStatus[status],
     mounts: pod.spec.mounts,
