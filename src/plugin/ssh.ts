@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { shellJoin } from '../ssh/index.ts';
+import { runDirOf } from '../pod/protocol.ts';
 import { getRun, getSshKeys, type Target } from './cluster.ts';
 import { PluginError } from './errors.ts';
 import { reachablePod } from './pod.ts';
@@ -26,7 +27,9 @@ export async function ssh(target: Target, name: string, command: readonly string
       '-o', 'HostKeyAlgorithms=ssh-ed25519', '-o', 'IdentitiesOnly=yes', '-o', 'IdentityAgent=none', '-o', 'PasswordAuthentication=no',
       '-o', 'KbdInteractiveAuthentication=no', '-o', 'LogLevel=ERROR', '-o', 'ConnectTimeout=20',
       // ssh would join the words with spaces for the remote shell; quoted, each reaches the pod as one argument (as kubectl exec's).
-      ...(command.length > 0 ? [] : ['-t']), `root@${pod.host}`, ...(command.length > 0 ? ['--', shellJoin(command)] : []),
+      // Both start in the run directory, where the job ran and its results are (as kubectl exec starts in the container's workdir).
+      ...(command.length > 0 ? [] : ['-t']), `root@${pod.host}`, '--',
+      `cd ${shellJoin([runDirOf(run.metadata.uid)])} 2>/dev/null; ${command.length > 0 ? shellJoin(command) : 'exec "${SHELL:-/bin/sh}" -l'}`,
     ];
     const code = await new Promise<number>((resolve, reject) => {
       const child = spawn('ssh', args, { stdio: 'inherit' });

@@ -67,7 +67,7 @@ void test('kubectl runpod: logs -f while the job runs and to its end, ssh into a
     for (const line of ['Pulling image runpod/base:0.6.2', 'Pulled image runpod/base:0.6.2', 'Started container', 'Terminating pod']) assert.ok(said.includes(line), `${line} in ${platform.stdout()}`);
     assert.equal(platform.stderr(), '');
 
-    await world.waitForRun('kept', 'Succeeded, pod kept', (run) => run.status?.phase === 'Succeeded', 120_000);
+    const kept = await world.waitForRun('kept', 'Succeeded, pod kept', (run) => run.status?.phase === 'Succeeded', 120_000);
     const cat = await kubectlRunpod(['ssh', 'kept', '-n', ns, '--', 'cat', '/tmp/marker']);
     assert.deepEqual([await cat.code, cat.stdout()], [0, 'kept\n'], cat.stderr());
     const tail = await kubectlRunpod(['logs', 'kept', '-n', ns, '--tail', '2']);
@@ -81,6 +81,10 @@ void test('kubectl runpod: logs -f while the job runs and to its end, ssh into a
     assert.match(lastTwo.stdout(), /^\S+Z Created container\n\S+Z Started container\n$/);
     const noSince = await kubectlRunpod(['logs', 'kept', '-n', ns, '--since', '1h']);
     assert.deepEqual([await noSince.code, noSince.stderr()], [2, 'error: --since applies to --source system only: the job\'s log lines carry no timestamps\n']);
+    // It starts in the run directory, where the job ran (as kubectl exec starts in the workdir); the words reach the pod as they were.
+    const where = await kubectlRunpod(['ssh', 'kept', '-n', ns, '--', 'sh', '-c', 'pwd; ls -d output']);
+    assert.equal(await where.code, 0, where.stderr());
+    assert.match(where.stdout(), new RegExp(`^/\\S+/${kept.metadata.uid}\\noutput\\n$`));
     const exitCode = await kubectlRunpod(['ssh', 'kept', '-n', ns, '--', 'sh', '-c', 'exit 7']);
     assert.equal(await exitCode.code, 7, 'the remote command\'s exit code');
 

@@ -208,7 +208,7 @@ function finish(ctx: Context): Step {
   const { status } = ctx;
   const code = status.job?.exitCode;
   const where = status.results?.location ?? '';
-  const kept = status.pod?.state !== 'Deleted' ? ` (pod ${status.pod?.name ?? ''} kept: keepPod)` : '';
+  const kept = status.pod?.state !== 'Deleted' ? ` (pod ${status.pod?.name ?? ''} kept while spec.keepPod is set)` : '';
   if (ctx.obs.spec.ok && ctx.obs.spec.spec.cancel) return fail(ctx, 'Cancelled', `cancelled by spec.cancel; results retrieved to ${where}`);
   if (code === 0) {
     phase(ctx, 'Succeeded', 'Succeeded', `the job exited 0; ${status.results?.files ?? 0} verified result files in ${where}${kept}`);

@@ -158,7 +158,7 @@ describe('what SSH alone still does while the key cannot be used (chaos seed 180
     const retrieved = { ...runningStatus(kept), job: { startedAt: at(10).toISOString(), finishedAt: at(250).toISOString(), exitCode: 0 }, results: { files: 1, bytes: 10, location: '/r', retrievedAt: at(280).toISOString() } };
     const d = decide(observe(300, retrieved, { spec: kept, credentials: unconfirmed, podState: { ...exited, keep: true }, pods: undefined }));
     assert.equal(d.status.phase, 'Succeeded');
-    assert.match(d.status.message!, /kept: keepPod/);
+    assert.match(d.status.message!, /kept while spec\.keepPod is set/);
   });
 
   test('nothing is started, nor judged from a state not read: the run idles as before', () => {
