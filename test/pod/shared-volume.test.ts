@@ -14,6 +14,8 @@ import { eventually, EVENTUALLY_MS } from '../support/eventually.ts';
 const SIM_CONFIG = {
   gpuTypes: [{ id: 'NVIDIA A40', displayName: 'A40', memoryInGb: 48, pricePerHour: 0.4, stock: { 'EU-RO-1': 64 } }],
   rateLimits: { enabled: false },
+  // A volume the account has (Runpod refuses a create naming one it does not), in the one data center.
+  networkVolumes: [{ id: 'vol-shared-1', name: 'shared', size: 10, dataCenter: 'EU-RO-1' }],
 };
 const volume = { volumeId: 'vol-shared-1', path: '/workspace' };
 const runA = '1a1a1a1a-0000-4000-8000-00000000000a';
