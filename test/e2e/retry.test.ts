@@ -6,9 +6,10 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { injectFault, simPods, type SimPod } from '../runpod-sim/client.ts';
+import { injectFault, simPodLogs, simPods, type SimPod } from '../runpod-sim/client.ts';
 import { runManifest, withWorld } from '../support/operator.ts';
 import { kubectl } from '../support/kubectl.ts';
+import { eventually } from '../support/eventually.ts';
 
 const ended = (run: { status?: { phase?: string } }) => run.status?.phase === 'Succeeded' || run.status?.phase === 'Failed';
 
@@ -70,4 +71,31 @@ describe('spec.retry', { concurrency: true }, () => {
       assertNoOverlap(pods);
       await world.deleteRun('exit3');
     }));
+
+  test('a job on a network volume writes a checkpoint, its pod vanishes, and the retry resumes from it in the volume\'s data center', () =>
+    withWorld('retry-volume', async (world) => {
+      // Try 1 checkpoints and waits to be killed; a try that finds the checkpoint finishes from it.
+      const job = { command: ['sh', '-c', [
+        'mkdir -p output',
+        'if [ -f /workspace/ckpt/step ]; then echo "resumed from $(cat /workspace/ckpt/step) on try $RUNPOD_OPERATOR_ATTEMPT" > output/resume.txt; exit 0; fi',
+        'echo "step-500 of try $RUNPOD_OPERATOR_ATTEMPT" > /workspace/ckpt/step', 'echo checkpointed', 'sleep 600',
+      ].join('; ')] };
+      await world.apply(runManifest('ckpt', { job, results: { path: 'output' }, retry: { limit: 2 }, networkVolume: { id: 'nv-ckpt', mountPath: '/workspace/ckpt' } }));
+      const running = await world.waitForRun('ckpt', 'JobRunning', (r) => r.status?.reason === 'JobRunning' || ended(r), 60_000);
+      assert.deepEqual(running.status?.networkVolume, { id: 'nv-ckpt', dataCenterId: 'US-TX-3' }, JSON.stringify(running.status));
+      // The job's output reaches the container's console (the supervisor copies it there).
+      const first = running.status?.pod?.id ?? '';
+      await eventually('the checkpoint written', async () => ((await simPodLogs(world.sim.adminUrl, first)).includes('checkpointed') ? true : undefined));
+      await injectFault(world.sim.adminUrl, { fault: 'vanish', podId: first, afterMs: 0 });
+      const run = await world.waitForRun('ckpt', 'Succeeded', ended, 150_000);
+      assert.equal(run.status?.phase, 'Succeeded', JSON.stringify(run.status));
+      assert.equal(run.status?.retries, 1);
+      assert.equal(readFileSync(join(run.status?.results?.location ?? '', 'results', 'resume.txt'), 'utf8'), 'resumed from step-500 of try 1 on try 2\n');
+      await world.waitForRun('ckpt', 'pod deleted', (r) => r.status?.pod?.state === 'Deleted', 30_000);
+      const pods = await simPods(world.sim.adminUrl);
+      assert.deepEqual(pods.map((pod) => pod.dataCenterId), ['US-TX-3', 'US-TX-3'], 'both tries in the volume\'s data center');
+      assertNoOverlap(pods);
+      await world.deleteRun('ckpt');
+    }, { sim: { networkVolumes: [{ id: 'nv-ckpt', name: 'checkpoints', size: 20, dataCenter: 'US-TX-3' }] } }));
 });
+
