@@ -7,6 +7,7 @@
 //   --hold-kept B     before deleting, wait for kept pods' deadline + margin (default true)
 //   --conditions C    drawn (default: list lag, boot statuses, spend limit, pod-key refusals, paged lists drawn from the seed) or plain
 //   --bad-key-runs N  runs whose Secret holds a malformed key (default 1)
+//   --retry-runs N    runs with spec.retry whose job fails its tries before the last (default: runs / 10, at least 1)
 //   --work-dir DIR    where logs, results and report.json go (default: a temp directory)
 //   --kubeconfig F    use this API server instead of starting one
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -35,7 +36,7 @@ const int = (min: number) => z.coerce.number().int().min(min);
 const optionsSchema = z.strictObject({
   runs: int(1).default(30), seed: int(0).default(1), faults: int(0).optional(), kills: int(0).optional(),
   'only-faults': list<FaultGeneratorName>(isFaultName, 'fault').optional(), windows: list<KillWindow>(isWindow, 'window').optional(),
-  'bad-key-runs': int(0).default(1), 'hold-kept': z.stringbool().default(true), conditions: z.enum(['drawn', 'plain']).default('drawn'), stock: int(1).default(5), settle: int(10).default(600), 'work-dir': z.string().min(1).optional(), kubeconfig: z.string().min(1).optional(),
+  'bad-key-runs': int(0).default(1), 'retry-runs': int(0).optional(), 'hold-kept': z.stringbool().default(true), conditions: z.enum(['drawn', 'plain']).default('drawn'), stock: int(1).default(5), settle: int(10).default(600), 'work-dir': z.string().min(1).optional(), kubeconfig: z.string().min(1).optional(),
 });
 
 const { values } = parseArgs({
@@ -52,6 +53,7 @@ const workDir = options['work-dir'] ?? mkdtempSync(join(tmpdir(), `chaos-s${opti
 const schedule = buildSchedule({
   runs: options.runs, seed: options.seed, faults: options.faults, kills: options.kills,
   faultNames: options['only-faults'], windows: options.windows, conditions: options.conditions, badKeyRuns: options['bad-key-runs'],
+  retryRuns: options['retry-runs'],
 });
 const say = (line: string) => console.log(`chaos: ${line}`);
 say(`seed ${schedule.seed}: schedule ${schedule.hash} (${schedule.runs.length} runs, ${schedule.faults.length} faults, ${schedule.kills.length} kills); work dir ${workDir}`);

@@ -101,6 +101,51 @@ export function doubleBilling(pods: SimPod[], runs: Runs, now: number): Figure {
 }
 
 /**
+ * Runs with spec.retry (kind `retry`) that went past retry.limit or counted a try that never began,
+ * read from their last status and the simulator's pods (two pods billing at once is doubleBilling's,
+ * for every run): tries begun (the distinct `try` of status.attempts, absent for the first) or
+ * status.retries past the limit; a pod of a try past limit + 1, or of no recorded attempt; a try counted
+ * failed (1..status.retries), or a job's end taken as the current try's, without an attempt of that try,
+ * as a failure counted twice across a crash would leave; and a Succeeded run whose results' try.txt (the job's RUNPOD_OPERATOR_ATTEMPT) is not the
+ * status's last try or not limit + 1, the only try its job exits 0 on.
+ */
+export function retriesPastLimit(pods: SimPod[], runs: Runs): Figure {
+  const details: string[] = [];
+  for (const entry of runs.entries.values()) {
+    const limit = entry.planned.retryLimit;
+    const status = entry.latest?.status;
+    if (limit === undefined || !entry.uid || !status) continue;
+    const attempts = status.attempts ?? [];
+    const tryOf = (attempt: (typeof attempts)[number]): number => attempt.try ?? 1;
+    const begun = new Set(attempts.map(tryOf));
+    const retries = status.retries ?? 0;
+    const own = pods.filter((pod) => pod.env.RUNPOD_OPERATOR_RUN === entry.uid);
+    const problems: string[] = [];
+    if (retries > limit) problems.push(`status.retries ${retries}`);
+    const beyond = [...begun].filter((n) => n > limit + 1);
+    if (beyond.length > 0) problems.push(`attempts of try ${beyond.join(', ')}`);
+    for (const pod of own) {
+      const attempt = attempts.find((a) => a.name === pod.name);
+      if (!attempt) problems.push(`pod ${pod.id} (${pod.name}) of no recorded attempt`);
+      else if (tryOf(attempt) > limit + 1) problems.push(`pod ${pod.id} (${pod.name}) of try ${tryOf(attempt)}`);
+    }
+    const skipped = Array.from({ length: retries }, (_, i) => i + 1).filter((n) => !begun.has(n));
+    if (skipped.length > 0) problems.push(`try ${skipped.join(', ')} counted failed (status.retries ${retries}) without an attempt of its own`);
+    // status.job goes with each counted try: a job's end on the current try needs that try to have begun.
+    if (status.job && !begun.has(retries + 1)) problems.push(`a job's end (exit ${status.job.exitCode ?? 'none yet'}) taken as try ${retries + 1}'s, which has no attempt: an earlier try's end counted twice`);
+    if (status.phase === 'Succeeded' && status.results?.location) {
+      const file = join(status.results.location, 'results', 'try.txt');
+      const told = existsSync(file) ? readFileSync(file, 'utf8') : 'nothing';
+      if (told !== String(retries + 1) || told !== String(limit + 1)) problems.push(`Succeeded with results of try ${told} (${file}) where its status is on try ${retries + 1} and only try ${limit + 1} exits 0`);
+    }
+    if (problems.length > 0) {
+      details.push(`${entry.planned.name} (retry.limit ${limit}: at most ${limit + 1} tries; ${own.length} pods, tries begun ${[...begun].sort((a, b) => a - b).join(', ') || 'none'}): ${problems.join('; ')}; ${status.phase ?? 'no phase'}/${status.reason ?? ''} ${status.message ?? ''}`);
+    }
+  }
+  return figure('retry runs past retry.limit or counting a try twice', details.length, details);
+}
+
+/**
  * Succeeded runs whose result directory does not match status.results (or the job's own output), and
  * runs whose job exited 0 that did not end Succeeded, unless the world destroyed their pod before the
  * controller had a chance (less leader time after the job's end than noChanceMs plus the results'

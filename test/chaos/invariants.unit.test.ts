@@ -6,9 +6,13 @@
 // a success run's 1.5 MiB of results over a 256 kB/s slow link was lost when its pod vanished, the
 // controller having led 11.9 s (two terms, each cut by a kill) where the bytes alone needed 6 s of link.
 import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
+import type { RunpodRunStatus } from '../../src/api/status.ts';
 import type { SimPod } from '../runpod-sim/client.ts';
-import { billedPastDeadline, malformedKeyRunsNotHeld, resultsLostOrUnverified } from './invariants.ts';
+import { billedPastDeadline, malformedKeyRunsNotHeld, resultsLostOrUnverified, retriesPastLimit } from './invariants.ts';
 import { destructionOf, leaderMsBetween, type Term } from './leader-time.ts';
 import type { FaultRecord } from './session.ts';
 import type { RunEntry } from './runbook.ts';
@@ -93,4 +97,45 @@ test('results lost with a vanished pod are excused only while the leader time wa
   const longer = judge([slowLink(256_000)], [{ from: at(110), to: at(128) }]);
   assert.equal(longer.lost.value, 1, '18 s of leader time covers 10 s + 6 s of link');
   assert.equal(longer.lost.broken, true);
+});
+
+test('a retry run is judged on the tries it began and its pods: none past retry.limit + 1, none counted without an attempt', () => {
+  const runs = book('retry', { retryLimit: 1 });
+  const entry = runs.entries.get('run-1')!;
+  const attempt = (name: string, n: number) => ({ name, gpuType: 'g', time: iso(0), outcome: 'Created' as const, podId: name, ...(n > 1 ? { try: n } : {}) });
+  const judge = (status: RunpodRunStatus, pods: SimPod[]) => {
+    entry.latest = { apiVersion: 'runpod-operator.dev/v1alpha1', kind: 'RunpodRun', metadata: { name: 'run-1', namespace: 'ns', uid: 'uid-1' }, spec: {}, status };
+    return retriesPastLimit(pods, runs);
+  };
+  const podOf = (name: string, from: number, to: number): SimPod => ({ ...pod(from, to), id: name, name });
+  const dir = mkdtempSync(join(tmpdir(), 'chaos-retry-figure-'));
+  try {
+    mkdirSync(join(dir, 'results'));
+    writeFileSync(join(dir, 'results', 'try.txt'), '2');
+    const results = { location: dir, retrievedAt: iso(60), files: 3, bytes: 10 };
+    const twoTries = [podOf('run-1-1', 0, 20), podOf('run-1-2', 30, 60)];
+    const clean = judge({ phase: 'Succeeded', reason: 'Succeeded', retries: 1, attempts: [attempt('run-1-1', 1), attempt('run-1-2', 2)], results }, twoTries);
+    assert.equal(clean.value, 0, clean.details.join('\n'));
+
+    const third = judge({ phase: 'Failed', reason: 'JobFailed', retries: 2, attempts: [attempt('run-1-1', 1), attempt('run-1-2', 2), attempt('run-1-3', 3)] }, [...twoTries, podOf('run-1-3', 70, 90)]);
+    assert.equal(third.value, 1);
+    assert.match(third.details[0]!, /run-1 \(retry.limit 1: at most 2 tries; 3 pods, tries begun 1, 2, 3\): status.retries 2; attempts of try 3; pod run-1-3 \(run-1-3\) of try 3/);
+
+    // A crash between the count and its status write, counted again: try 2 never began, the limit is spent.
+    const twice = judge({ phase: 'Failed', reason: 'JobFailed', retries: 1, job: { exitCode: 75 }, attempts: [attempt('run-1-1', 1)] }, [twoTries[0]!]);
+    assert.match(twice.details.join('\n'), /a job's end \(exit 75\) taken as try 2's, which has no attempt: an earlier try's end counted twice/);
+    // Ended before the next try began for a cause of its own (a cancel in the backoff): no job, nothing counted twice.
+    assert.equal(judge({ phase: 'Failed', reason: 'Cancelled', retries: 1, attempts: [attempt('run-1-1', 1)] }, [twoTries[0]!]).value, 0);
+    const skipped = judge({ phase: 'Pending', reason: 'Retrying', retries: 1, attempts: [] }, []);
+    assert.match(skipped.details.join('\n'), /try 1 counted failed \(status.retries 1\) without an attempt of its own/);
+
+    const unrecorded = judge({ phase: 'Succeeded', reason: 'Succeeded', retries: 1, attempts: [attempt('run-1-1', 1), attempt('run-1-2', 2)], results }, [...twoTries, podOf('run-1-9', 25, 28)]);
+    assert.match(unrecorded.details.join('\n'), /pod run-1-9 \(run-1-9\) of no recorded attempt/);
+
+    writeFileSync(join(dir, 'results', 'try.txt'), '1');
+    const stale = judge({ phase: 'Succeeded', reason: 'Succeeded', retries: 1, attempts: [attempt('run-1-1', 1), attempt('run-1-2', 2)], results }, twoTries);
+    assert.match(stale.details.join('\n'), /Succeeded with results of try 1 .* where its status is on try 2 and only try 2 exits 0/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -1,6 +1,7 @@
 // Kills the controller (SIGKILL) at the moments the schedule names and starts it again. A window
 // kill waits for its moment: the proxy holds the controller's create or delete at the exact point,
-// and the result store and the pod's own files show a retrieval in progress and its marker.
+// the result store and the pod's own files show a retrieval in progress and its marker, and a run's
+// status shows a failed try counted (Retrying) before the next try's pod.
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -9,7 +10,8 @@ import { injectFault, simPods } from '../runpod-sim/client.ts';
 import type { ControllerProcess } from './controller.ts';
 import type { Answer, Exchange, Handler } from './proxy.ts';
 import type { RunBook } from './runbook.ts';
-import type { KillWindow, PlannedKill } from './schedule.ts';
+import type { RunpodRunStatus } from '../../src/api/status.ts';
+import type { PlannedKill } from './schedule.ts';
 
 export interface KillRecord {
   planned: PlannedKill;
@@ -33,8 +35,9 @@ export interface KillerOptions {
   windowTimeoutMs: number;
 }
 
-type ProxyWindow = Extract<KillWindow, 'pre-post' | 'post-create' | 'mid-delete'>;
-const isProxyWindow = (window: KillWindow): window is ProxyWindow => window === 'pre-post' || window === 'post-create' || window === 'mid-delete';
+/** Windows the proxy's hook finds: pre-retry's first moment (the failed try's DELETE) too. */
+const isProxyWindow = (kill: PlannedKill): boolean =>
+  kill.window === 'pre-post' || kill.window === 'post-create' || kill.window === 'mid-delete' || (kill.window === 'pre-retry' && !kill.deleteSent);
 const podIdPattern = /^\/v2\/pods\/([^/?]+)$/;
 
 export class Killer {
@@ -72,6 +75,18 @@ export class Killer {
       return 'drop';
     }
     const deleting = podIdPattern.exec(path);
+    if (window === 'pre-retry' && exchange.method === 'DELETE' && deleting) {
+      // Only the delete of a try that failed and was counted: the run says Retrying and this is its pod, marked Deleting.
+      const podId = deleting[1]!;
+      const pod = (await simPods(this.#options.adminUrl).catch(() => [])).find((p) => p.id === podId);
+      const run = this.#options.runs.byUid(pod?.env.RUNPOD_OPERATOR_RUN ?? '')?.planned.name;
+      const status = run === undefined ? undefined : (await this.#options.runs.get(run))?.status;
+      if (!status || !retryingWith(status, podId) || this.#armed !== armed || !this.#options.controller.running) return forward();
+      this.#armed = undefined;
+      await this.#options.controller.kill();
+      armed.hit(run, `${retryStory(status)}; DELETE /v2/pods/${podId} (${pod?.deletedAt === null ? 'alive' : 'already gone'} in Runpod) held and dropped before Runpod saw it`);
+      return 'drop';
+    }
     if (window === 'mid-delete' && exchange.method === 'DELETE' && deleting) {
       this.#armed = undefined;
       const podId = deleting[1]!;
@@ -114,7 +129,7 @@ export class Killer {
 
   async #waitForWindow(kill: PlannedKill, timeoutMs: number): Promise<{ run: string | undefined; detail: string } | undefined> {
     const until = Date.now() + timeoutMs;
-    if (isProxyWindow(kill.window)) {
+    if (isProxyWindow(kill)) {
       const hit = new Promise<{ run: string | undefined; detail: string }>((resolve) => {
         this.#armed = { kill, hit: (run, detail) => resolve({ run, detail }) };
       });
@@ -123,7 +138,30 @@ export class Killer {
       this.#armed = undefined;
       return found;
     }
+    if (kill.window === 'pre-retry') return this.#watchBackoff(until);
     return kill.window === 'mid-retrieval' ? this.#watchRetrieval(until) : this.#watchMarker(until);
+  }
+
+  /**
+   * A run whose status says Retrying, whose failed try's pod is confirmed deleted and whose next try has
+   * no attempt yet: it waits out its backoff (nextTryAfter), the next create not sent.
+   */
+  async #watchBackoff(until: number): Promise<{ run: string; detail: string } | undefined> {
+    while (Date.now() < until) {
+      const listed = await this.#options.runs.list().catch(() => []);
+      const waiting = listed.find((run) => run.status && !run.metadata.deletionTimestamp && inBackoff(run.status));
+      if (waiting?.status && this.#options.controller.running) {
+        await this.#options.controller.kill();
+        const run = waiting.metadata.name ?? '?';
+        const uid = waiting.metadata.uid;
+        const alive = (await simPods(this.#options.adminUrl).catch(() => [])).filter((pod) => pod.env.RUNPOD_OPERATOR_RUN === uid && pod.deletedAt === null);
+        const left = Date.parse(waiting.status.nextTryAfter ?? '') - Date.now();
+        const backoff = Number.isFinite(left) ? `${left > 0 ? `${Math.round(left / 100) / 10} s before` : `${Math.round(-left / 100) / 10} s after`} nextTryAfter` : 'no nextTryAfter';
+        return { run, detail: `${retryStory(waiting.status)}; killed in the backoff (${backoff}), its pod confirmed deleted; pods of the run alive at the kill: ${alive.map((pod) => pod.id).join(', ') || 'none'}` };
+      }
+      await sleep(200);
+    }
+    return undefined;
   }
 
   /** A staging directory beside a run's result location: files are being copied right now. */
@@ -196,6 +234,25 @@ export class Killer {
     const uid = pod?.env.RUNPOD_OPERATOR_RUN;
     return uid ? this.#options.runs.byUid(uid)?.planned.name : undefined;
   }
+}
+
+/** The run counted a failed try (Retrying) and `podId` is that try's pod, marked for deletion, with no attempt of the next try yet. */
+export function retryingWith(status: RunpodRunStatus, podId: string): boolean {
+  return status.reason === 'Retrying' && status.pod?.id === podId && status.pod.state === 'Deleting' && attemptsOfTry(status, currentTry(status)) === 0;
+}
+
+/** The run counted a failed try (Retrying), its pod is confirmed deleted (no stray either), the next try has no attempt yet. */
+export function inBackoff(status: RunpodRunStatus): boolean {
+  return status.reason === 'Retrying' && (status.retries ?? 0) > 0 && status.pod?.state === 'Deleted' && !status.strayPods?.length
+    && attemptsOfTry(status, currentTry(status)) === 0;
+}
+
+const currentTry = (status: RunpodRunStatus): number => (status.retries ?? 0) + 1;
+const attemptsOfTry = (status: RunpodRunStatus, n: number): number => (status.attempts ?? []).filter((a) => (a.try ?? 1) === n).length;
+
+function retryStory(status: RunpodRunStatus): string {
+  const n = currentTry(status);
+  return `status said Retrying (retries ${status.retries ?? 0}, try ${n - 1}'s pod ${status.pod?.id ?? '?'} ${status.pod?.state ?? '?'}, no attempt of try ${n} yet)`;
 }
 
 function createName(exchange: Exchange): string {

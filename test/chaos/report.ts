@@ -39,7 +39,8 @@ export function formatReport(report: SessionReport): string {
   lines.push('', 'runs:');
   for (const o of report.outcomes) {
     const unexpected = o.outcome !== expectedOutcome[o.kind as RunKind] && o.outcome !== 'Failed/NoCapacity';
-    lines.push(`  ${o.name.padEnd(26)} ${o.outcome.padEnd(34)} attempts ${o.attempts}, pods ${o.pods}${unexpected ? `: ${o.message}` : ''}`);
+    const tries = o.tries > 1 ? `, tries ${o.tries}` : '';
+    lines.push(`  ${o.name.padEnd(26)} ${o.outcome.padEnd(34)} attempts ${o.attempts}, pods ${o.pods}${tries}${unexpected ? `: ${o.message}` : ''}`);
   }
 
   lines.push('', 'controller kills (SIGKILL, then a restart):');

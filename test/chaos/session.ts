@@ -10,7 +10,7 @@ import { startSimulator, type SimConfigInput } from '../runpod-sim/server.ts';
 import { runKubectl } from '../support/kubectl.ts';
 import { ControllerProcess } from './controller.ts';
 import { faultGenerators } from './faults.ts';
-import { billedPastDeadline, doubleBilling, finalizersLeft, keysInLog, malformedKeyRunsNotHeld, podsLeaked, resultsLostOrUnverified, runsNotTerminal, type Figure } from './invariants.ts';
+import { billedPastDeadline, doubleBilling, finalizersLeft, keysInLog, malformedKeyRunsNotHeld, podsLeaked, resultsLostOrUnverified, retriesPastLimit, runsNotTerminal, type Figure } from './invariants.ts';
 import { Killer, type KillRecord } from './killer.ts';
 import { containerStops, destructionOf, leaderMsBetween, readLeaderTerms } from './leader-time.ts';
 import { startProxy } from './proxy.ts';
@@ -52,7 +52,8 @@ export interface SessionReport {
   noChance: string[];
   /** Staging directories a killed retrieval left in the result store (litter, not a broken promise). */
   stagingLeft: string[];
-  outcomes: { name: string; kind: string; outcome: string; message: string; attempts: number; pods: number }[];
+  /** tries: status.retries + 1, the try the run ended on. */
+  outcomes: { name: string; kind: string; outcome: string; message: string; attempts: number; tries: number; pods: number }[];
   kills: KillRecord[];
   faults: FaultRecord[];
   /** The controller's calls to Runpod (its account key; pods' own calls apart): creates by status, and all. */
@@ -170,7 +171,7 @@ export async function runSession(options: SessionOptions): Promise<SessionReport
     const notTerminal = runsNotTerminal(runs);
     const outcomes = [...runs.entries.values()].map((entry) => ({
       name: entry.planned.name, kind: entry.planned.kind, outcome: outcomeOf(entry), message: entry.latest?.status?.message ?? '',
-      attempts: entry.latest?.status?.attempts?.length ?? 0, pods: 0,
+      attempts: entry.latest?.status?.attempts?.length ?? 0, tries: (entry.latest?.status?.retries ?? 0) + 1, pods: 0,
     }));
 
     say('deleting every run');
@@ -201,6 +202,7 @@ export async function runSession(options: SessionOptions): Promise<SessionReport
       podsLeaked(pods),
       billing.billed,
       doubleBilling(pods, runs, now),
+      retriesPastLimit(pods, runs),
       results.lost,
       finalizersLeft(leftover.map((run) => ({ name: run.metadata.name ?? '', finalizers: run.metadata.finalizers ?? [], message: run.status?.message ?? '' }))),
       badKeys.notHeld,

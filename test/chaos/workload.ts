@@ -6,10 +6,16 @@ import type { Random } from './random.ts';
 
 export const runKinds = ['success', 'job-failure', 'deadline', 'cancel', 'delete', 'keep-pod'] as const;
 /**
- * `bad-key` is planned apart (schedule.ts): a run whose credentials Secret holds a key with a stray
- * byte, one tenant's mistake that must stay that run's own while every other run holds every invariant.
+ * Planned apart (schedule.ts, from a random stream of their own, so a seed's other draws stay what they were):
+ * - `bad-key`: a run whose credentials Secret holds a key with a stray byte, one tenant's mistake that
+ *   must stay that run's own while every other run holds every invariant;
+ * - `retry`: spec.retry {limit 1 or 2, onExitCodes [75]}; its job exits 75 on every try but the last the
+ *   limit allows, and 0 on that one (issue 20: a crash between a failed try and the next pod).
  */
-export type RunKind = (typeof runKinds)[number] | 'bad-key';
+export type RunKind = (typeof runKinds)[number] | 'bad-key' | 'retry';
+
+/** The exit code a `retry` run's job fails its early tries with (its spec.retry.onExitCodes). */
+export const retryExitCode = 75;
 
 /** The Secret of the bad-key runs, and what it holds: a recognisable key with an embedded control byte. */
 export const badKeySecret = { name: 'runpod-malformed', key: 'apiKey', value: 'rpa_CHAOS_BAD\x01KEY_DO_NOT_LOG_93e1\n' } as const;
@@ -29,6 +35,8 @@ export interface PlannedRun {
   maxRuntimeSeconds: number;
   /** cancel / delete: how long after the apply the user does it. */
   actionAfterMs?: number;
+  /** retry: spec.retry.limit; the job exits 0 on try limit + 1 only (RUNPOD_OPERATOR_ATTEMPT), 75 before. */
+  retryLimit?: number;
 }
 
 /** What a run of this kind ends as when nothing goes wrong ("Phase/Reason"; "deleted" for a run the user deleted). */
@@ -37,10 +45,12 @@ export const expectedOutcome: Record<RunKind, string> = {
   cancel: 'Failed/Cancelled', delete: 'deleted', 'keep-pod': 'Succeeded/Succeeded',
   // Held Pending/CredentialsInvalid (a figure checks it was seen so), then deleted by the user.
   'bad-key': 'deleted',
+  // Tries 1..limit exit 75 and are retried; try limit + 1 exits 0.
+  retry: 'Succeeded/Succeeded',
 };
 
-/** Kinds whose job exits 0 on its own: a result the user must get unless the pod was taken away. */
-export const exitsZero = (kind: RunKind): boolean => kind === 'success' || kind === 'keep-pod';
+/** Kinds whose job exits 0 on its own (a retry run's: on its last try): a result the user must get unless the pod was taken away. */
+export const exitsZero = (kind: RunKind): boolean => kind === 'success' || kind === 'keep-pod' || kind === 'retry';
 
 export function planRun(random: Random, index: number, kind: RunKind, applyAtMs: number): PlannedRun {
   const name = `chaos-${String(index + 1).padStart(3, '0')}-${kind}`;
@@ -56,6 +66,7 @@ export function planRun(random: Random, index: number, kind: RunKind, applyAtMs:
     case 'keep-pod': return { ...base, maxRuntimeSeconds: random.int(45, 240) };
     // Deleted once it was seen waiting Pending/CredentialsInvalid, or at the latest this long after the apply.
     case 'bad-key': return { ...base, jobSeconds: 3600, actionAfterMs: random.int(20, 45) * 1000 };
+    case 'retry': return { ...base, retryLimit: random.int(1, 2) };
   }
 }
 
@@ -66,13 +77,21 @@ export function drawKinds(random: Random, count: number): RunKind[] {
   return [...first, ...rest];
 }
 
-/** The job: writes its name and some random bytes into output/, sleeps, exits with the planned code. */
+/**
+ * The job: writes its name and some random bytes into output/, sleeps, exits with the planned code. A
+ * retry run's job also writes its try (output/try.txt, from RUNPOD_OPERATOR_ATTEMPT) and exits 75 on
+ * every try before limit + 1: only the last try the limit allows succeeds.
+ */
 export function jobScript(run: PlannedRun): string {
+  const limit = run.retryLimit;
+  const attempt = '"$' + '{RUNPOD_OPERATOR_ATTEMPT:-1}"';
   return [
     'mkdir -p output',
     `printf %s ${run.name} > output/name.txt`,
+    ...(limit === undefined ? [] : [`printf %s ${attempt} > output/try.txt`]),
     `head -c ${run.resultBytes} /dev/urandom > output/data.bin`,
     `sleep ${run.jobSeconds}`,
+    ...(limit === undefined ? [] : [`{ [ ${attempt} -ge ${limit + 1} ] || exit ${retryExitCode}; }`]),
     `exit ${run.exitCode}`,
   ].join(' && ');
 }
@@ -87,6 +106,7 @@ export function runManifest(run: PlannedRun): object {
       results: { path: 'output' },
       limits: { maxRuntimeSeconds: run.maxRuntimeSeconds, readyTimeoutSeconds: 60 },
       ...(run.kind === 'keep-pod' ? { keepPod: true } : {}),
+      ...(run.retryLimit !== undefined ? { retry: { limit: run.retryLimit, onExitCodes: [retryExitCode] } } : {}),
     },
   };
 }
