@@ -28,6 +28,7 @@ import { installScope, type Owner } from './run/ownership.ts';
 import { referencedApiKeys } from './run/account-keys.ts';
 import { RunReconciler } from './run/reconciler.ts';
 import { Sweeper } from './run/sweeper.ts';
+import { RegistrySweep } from './run/registry-sweep.ts';
 import { defaultTimings, type Timings } from './run/decide/timings.ts';
 import { urgencyOf } from './run/urgency.ts';
 import { TransferPool } from './run/act/transfers.ts';
@@ -124,6 +125,7 @@ export async function startController(config: Config, options: StartOptions = {}
     accounts, owner, logger, intervalMs: config.sweepInterval, graceMs: config.strayGrace, deadlineMarginMs: config.deadlineMargin,
     cachedRunUids: () => new Set(runUids.keys()),
     liveRunUids: () => reconciler.runs.liveRunUids(config.namespace),
+    registries: new RegistrySweep({ owner, inUse: () => reconciler.runs.registriesInUse(config.namespace), graceMs: config.strayGrace, logger }),
     referencedApiKeys: () => referencedApiKeys(reflector?.list() ?? [], reconciler.runs, unusableKeys),
     onConfirmed: (stray) => {
       const run = deletedRuns.get(stray.runUid);

@@ -173,6 +173,9 @@ const specShape = {
     key: keyName.default('apiKey').meta({ description: 'Key of the Secret holding the API key.' }),
   }).meta({ description: 'Where the Runpod API key is.' }),
   image: z.string().min(1).max(512).meta({ description: 'Container image of the pod (needs sh, sshd, curl, sha256sum, setsid, tar).' }),
+  imagePullSecret: z.strictObject({
+    name: k8sName.meta({ description: 'A kubernetes.io/dockerconfigjson Secret in the run\'s namespace (kubectl create secret docker-registry) with an entry for the image\'s registry.' }),
+  }).optional().meta({ description: 'Credentials for a private image: the controller keeps a Runpod registry credential for them, shared by the runs that use the same one.' }),
   gpu,
   cloud: z.enum(['SECURE', 'COMMUNITY']).default('SECURE').meta({ description: 'Runpod cloud.' }),
   dataCenterIds: z.array(z.string().min(1).max(64)).min(1).max(32).optional()

@@ -82,6 +82,10 @@ export const runpodRunStatus = z.object({
     id: z.string().meta({ description: 'spec.networkVolume.id.' }),
     dataCenterId: z.string().meta({ description: 'Its data center, where every pod of the run is placed.' }),
   }).optional().meta({ description: 'The network volume as Runpod reported it, read once before the first create.' }),
+  registry: z.object({
+    id: z.string().meta({ description: 'Runpod registry credential id.' }),
+    name: z.string().meta({ description: 'Its name: this install and a digest of the credential (shared by runs with the same one).' }),
+  }).optional().meta({ description: 'The Runpod registry credential spec.imagePullSecret made, passed with every create.' }),
   retries: z.number().int().min(0).optional().meta({ description: 'Tries begun after a failure (spec.retry).' }),
   nextTryAfter: time.optional().meta({ description: 'The next try (spec.retry) creates no pod before this time (a backoff from 10 s doubling to 5 min).' }),
   attempts: z.array(attempt).max(64).optional().meta({ description: 'Every create, recorded before its request is sent.' }),

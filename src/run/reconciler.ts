@@ -12,6 +12,7 @@ import { s3SettingsFor, s3Uri, type AllowedBucket, type S3Defaults } from '../re
 import { discardStagingOf, resultLocation } from '../results/store.ts';
 import { conditionIs, isTerminal } from './decide/conditions.ts';
 import { resolveJobInputs, type JobInputsVerdict } from './observe/job-inputs.ts';
+import { registryNamePrefix } from './observe/registry-auth.ts';
 import { sshJobHost } from './ports/job-host.ts';
 import { runDirOf, stateDirOf } from '../pod/index.ts';
 import { splitKey } from '../kube/keys.ts';
@@ -188,12 +189,12 @@ export class RunReconciler {
     const status: RunpodRunStatus = structuredClone(run.status ?? {});
     // The job's inputs matter until the job has started: before renting, and for the start itself.
     const jobInputs: JobInputsVerdict = spec && !finished && !status.job?.startedAt
-      ? await resolveJobInputs(this.runs, namespace, spec.job)
+      ? await resolveJobInputs(this.runs, namespace, spec, registryNamePrefix(this.#options.clusterId, this.#options.scope))
       : { ok: true, inputs: { env: {}, files: [] } };
     if (spec && !finished && !status.job?.startedAt) this.#jobInputsRead.add(uid);
     // A job started before this process did: its secrets are read once, only so that its output is redacted.
     else if (spec && !finished && !this.#jobInputsRead.has(uid)) {
-      await resolveJobInputs(this.runs, namespace, spec.job);
+      await resolveJobInputs(this.runs, namespace, spec, registryNamePrefix(this.#options.clusterId, this.#options.scope));
       this.#jobInputsRead.add(uid);
     }
     const listed = snapshot && (snapshot.byRun.get(uid) ?? []).map(podView);
@@ -237,7 +238,7 @@ export class RunReconciler {
       pods: snapshot && listed && { listedAt: snapshot.listedAt, items: listed },
       catalog: this.#evidence.catalog(uid),
       deletions: this.#evidence.deletions(),
-      jobInputs: jobInputs.ok ? { ok: true } : jobInputs,
+      jobInputs: jobInputs.ok ? { ok: true, registry: jobInputs.inputs.registry?.name } : jobInputs,
       podState,
       retrievalFailures: this.#evidence.retrievalFailures(uid),
       ...(this.#evidence.lastRetrievalFailureAt(uid) ? { lastRetrievalFailureAt: this.#evidence.lastRetrievalFailureAt(uid) } : {}),
@@ -259,7 +260,7 @@ export class RunReconciler {
       buildCreateRequest: (attemptName, attemptNumber, gpuType) => {
         if (!spec || !sshKeys) throw new Error('cannot create a pod without a valid spec and SSH keys');
         return buildCreatePodRequest({
-          run, spec, sshKeys, attemptName, attemptNumber, gpuType, now, spentUsd: status.estimatedCostUsd, runDeadlineMs: activeDeadlineMs(spec, status, now), placement: placement(spec, status),
+          run, spec, sshKeys, attemptName, attemptNumber, gpuType, now, spentUsd: status.estimatedCostUsd, runDeadlineMs: activeDeadlineMs(spec, status, now), placement: placement(spec, status), registryId: status.registry?.id,
           clusterId: this.#options.clusterId, scope: this.#options.scope, runpodApiUrl: this.#options.runpodApiUrl, watchdogPeriodMs: this.#options.watchdogPeriodMs,
         });
       },

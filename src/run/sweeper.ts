@@ -25,6 +25,7 @@ import { isRunpodError, type Pod } from '../runpod/index.ts';
 import { accountIdOf, type Accounts, type KnownAccount } from './memory/accounts.ts';
 import { ownsPod, type Owner } from './ownership.ts';
 import { POD_ENV } from '../pod/protocol.ts';
+import type { RegistrySweep } from './registry-sweep.ts';
 
 export interface StrayPod { podId: string; podName: string; runUid: string; account: string }
 
@@ -52,6 +53,8 @@ export interface SweeperOptions {
   onDeleted?: (why: Condemned['why']) => void;
   /** How many accounts are swept at once (default 4). */
   concurrentAccounts?: number;
+  /** This install's registry credentials, swept after each account's pods (registry-sweep.ts). */
+  registries?: RegistrySweep;
 }
 
 interface SentDelete { pod: Condemned; sentAt: number }
@@ -164,10 +167,17 @@ export class Sweeper {
 
   /** One account's list, confirmations and deletes; its failures stay its own. */
   async #sweepAccount(account: KnownAccount): Promise<AccountSweep> {
-    const { logger } = this.#options;
     const listed = await this.#listOwned(account);
     if (!listed) return { deleted: [], failed: !this.#stop.signal.aborted };
     this.#confirm(account, listed);
+    const sweep = await this.#sweepPods(account, listed);
+    // Pods first: they bill; a credential does not.
+    const registriesFailed = await this.#options.registries?.sweep(account.id, account.client, this.#stop.signal) ?? false;
+    return { deleted: sweep.deleted, failed: sweep.failed || registriesFailed };
+  }
+
+  async #sweepPods(account: KnownAccount, listed: { at: number; pods: Pod[] }): Promise<AccountSweep> {
+    const { logger } = this.#options;
     const condemned = this.#candidates(account, listed);
     if (condemned.length === 0) return { deleted: [], failed: false };
     // Read after this account's list, never reused for another: a pass can last minutes (429

@@ -41,6 +41,11 @@ export async function act(action: Action, ctx: ActContext): Promise<Outcome | un
       const found = await requireAccount(ctx).pods.networkVolume(action.volumeId, ctx.signal);
       return { step: 'readNetworkVolume', result: found === 'missing' ? { kind: 'missing' } : { kind: 'found', ...found } };
     }
+    case 'ensureRegistry': {
+      const auth = ctx.jobInputs?.registry;
+      if (auth?.name !== action.name) throw new Error('the image pull Secret changed or could not be read; looking again');
+      return { step: 'ensureRegistry', result: await requireAccount(ctx).pods.ensureRegistry(auth, ctx.signal) };
+    }
     case 'readSystemLog':
       return { step: 'readSystemLog', result: { podId: action.podId, lines: await readSystemLog(ctx, action.podId) } };
     case 'readCatalog':

@@ -19,6 +19,8 @@ export interface PodRequestInput {
   runpodApiUrl: string;
   watchdogPeriodMs: number;
   now: Date;
+  /** The Runpod registry credential of a private image (status.registry). */
+  registryId?: string | undefined;
   /** The data centers the pod may be placed in (its network volume's, else spec.dataCenterIds). */
   placement?: string[] | undefined;
   /** limits.activeDeadlineSeconds' end (epoch ms), when set: no pod of the run outlives it. */
@@ -43,6 +45,7 @@ export function buildCreatePodRequest(input: PodRequestInput): CreatePodRequest 
     gpu: { id: input.gpuType, count: spec.gpu.count },
     cloud: spec.cloud,
     ...(input.placement ? { dataCenterIds: input.placement } : {}),
+    ...(input.registryId ? { registry: input.registryId } : {}),
     disk: spec.containerDiskGb,
     ports: ['22/tcp'],
     ...(spec.networkVolume ? { mounts: { network: [{ volumeId: spec.networkVolume.id, path: spec.networkVolume.mountPath }] } } : {}),

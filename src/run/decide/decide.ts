@@ -67,6 +67,7 @@ function decideStep(ctx: Context): Step {
     return { action: { type: 'none' }, requeue: 'backoff' };
   }
   if (!obs.jobInputs.ok && !everCreated(status)) {
+    if (obs.jobInputs.invalid) return fail(ctx, 'InvalidSpec', obs.jobInputs.message);
     // Nothing is rented until everything the job needs exists.
     phase(ctx, 'Pending', 'CredentialsMissing', obs.jobInputs.message);
     return { action: { type: 'none' }, requeue: 'backoff' };

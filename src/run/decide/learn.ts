@@ -127,6 +127,9 @@ export function learn(obs: Observation, status: RunpodRunStatus, outcome: Outcom
       break;
     case 'readSystemLog':
       applySystemLogOutcome(obs, learned, outcome.result);
+      break;
+    case 'ensureRegistry':
+      learned.registry = outcome.result;
   }
   return learned;
 }

@@ -52,7 +52,8 @@ export interface Observation {
   /** What this process did to delete pods, and the 404s it saw since (evidence they are gone). */
   deletions: Record<string, Deletion>;
   /** What the job needs from the namespace (env and file references): checked before any pod is rented. */
-  jobInputs: { ok: true } | { ok: false; message: string };
+  /** registry: the name of the Runpod registry credential spec.imagePullSecret makes, if any. */
+  jobInputs: { ok: true; registry?: string | undefined } | { ok: false; message: string; invalid?: boolean | undefined };
   /** The pod's state read over SSH this reconcile (ready pods only); undefined when not read or unreachable. */
   podState?: PodState;
   /** What is known about the account's spend limit, once a create of this run was refused by it. */
@@ -132,6 +133,7 @@ export type Action =
   | { type: 'startJob'; try: number }
   | { type: 'readNetworkVolume'; volumeId: string }
   | { type: 'readSystemLog'; podId: string }
+  | { type: 'ensureRegistry'; name: string }
   | { type: 'cancelJob' }
   | { type: 'retrieveResults' }
   /** While a transfer waits or moves: the pod's retrieve grace is extended to this many seconds from now (retrieve.until). */

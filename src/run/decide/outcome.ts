@@ -7,7 +7,9 @@ export type Outcome =
   | { step: 'probeSsh'; result: ProbeOutcome }
   | { step: 'retrieveResults'; result: RetrievalOutcome }
   | { step: 'readNetworkVolume'; result: VolumeOutcome }
-  | { step: 'readSystemLog'; result: SystemLogOutcome };
+  | { step: 'readSystemLog'; result: SystemLogOutcome }
+  /** The Runpod registry credential a private image is pulled with, found by its name or created. */
+  | { step: 'ensureRegistry'; result: { id: string; name: string } };
 
 /** Runpod's system lines of a pod (oldest first); none when the read failed (it is best effort). */
 export interface SystemLogOutcome { podId: string; lines: readonly string[] }

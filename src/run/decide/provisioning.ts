@@ -65,6 +65,9 @@ export function provision(ctx: Context, spec: RunpodRunSpec): Step {
   if (retrying) return retrying;
   const volume = readVolumeFirst(status, spec);
   if (volume) return volume;
+  // A private image's credential exists on Runpod before a create names it.
+  const registry = obs.jobInputs.ok ? obs.jobInputs.registry : undefined;
+  if (registry && status.registry?.name !== registry) return step({ type: 'ensureRegistry', name: registry });
   const last = attemptsOfThisTry(status).at(-1);
   if (last && isRefused(last)) {
     const verdict = judgeRefusedAttempt(obs, status, last, spec.limits.queueTimeoutSeconds);

@@ -1,15 +1,22 @@
-// What the job takes from the run's namespace: env values and files from Secrets and ConfigMaps.
+// What the job takes from the run's namespace: env values and files from Secrets and ConfigMaps, and
+// the credentials its private image is pulled with (registry-auth.ts).
 // Read before any pod is rented (nothing is rented until all of it exists) and again at the start.
 // Secret values join the redaction set: a job secret never reaches a log line or an event.
 import type { RunpodRunSpec } from '../../api/spec.ts';
 import { registerSecret } from '../../log.ts';
 import type { RunApi } from '../ports/run-api.ts';
+import { resolveRegistryAuth, type RegistryAuth } from './registry-auth.ts';
 
-export interface JobInputs { env: Record<string, string>; files: { path: string; content: string; secret: boolean }[] }
+export interface JobInputs { env: Record<string, string>; files: { path: string; content: string; secret: boolean }[]; registry?: RegistryAuth | undefined }
 
-export type JobInputsVerdict = { ok: true; inputs: JobInputs } | { ok: false; message: string };
+/** invalid: what is there can never work (the spec's fault), rather than something still missing. */
+export type JobInputsVerdict = { ok: true; inputs: JobInputs } | { ok: false; message: string; invalid?: boolean };
 
-export async function resolveJobInputs(runs: RunApi, namespace: string, job: RunpodRunSpec['job']): Promise<JobInputsVerdict> {
+/** `registryPrefix`: this install's prefix of Runpod registry credential names. */
+export async function resolveJobInputs(runs: RunApi, namespace: string, spec: Pick<RunpodRunSpec, 'job' | 'image' | 'imagePullSecret'>, registryPrefix: string): Promise<JobInputsVerdict> {
+  const { job } = spec;
+  const pull = await resolveRegistryAuth(runs, namespace, spec.image, spec.imagePullSecret?.name, registryPrefix);
+  if (pull.kind === 'invalid') return { ok: false, invalid: true, message: pull.message };
   const missing: string[] = [];
   const read = async (field: string, ref: { secretKeyRef?: { name: string; key: string }; configMapKeyRef?: { name: string; key: string } }) => {
     const secret = ref.secretKeyRef;
@@ -32,5 +39,6 @@ export async function resolveJobInputs(runs: RunApi, namespace: string, job: Run
     const content = await read(`spec.job.files[${index}] ${file.path}`, file);
     if (content !== undefined) files.push({ path: file.path, content, secret: file.secretKeyRef !== undefined });
   }
-  return missing.length > 0 ? { ok: false, message: `waiting for ${missing.join('; ')}` } : { ok: true, inputs: { env, files } };
+  if (pull.kind === 'missing') missing.push(pull.message);
+  return missing.length > 0 ? { ok: false, message: `waiting for ${missing.join('; ')}` } : { ok: true, inputs: { env, files, registry: pull.kind === 'ok' ? pull.auth : undefined } };
 }

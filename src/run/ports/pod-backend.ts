@@ -20,6 +20,8 @@ export interface PodBackend {
   lookForPod(podId: string, signal?: AbortSignal): Promise<'found' | 'missing'>;
   /** The account's spend limit in USD/h (needs the key's account:read scope; throws without it). */
   spendLimitUsdPerHour(): Promise<number>;
+  /** The registry credential named `auth.name`: found among the account's, else created (never resent: an unclear create is found by its name next time). */
+  ensureRegistry(auth: { name: string; username: string; password: string }, signal?: AbortSignal): Promise<{ id: string; name: string }>;
   /** Runpod's system lines of the pod, oldest first (the replay of its log stream). */
   systemLog(podId: string, signal?: AbortSignal): Promise<string[]>;
   /** A network volume's data center and the GPU types offered there (when the catalog lists it); 'missing' on Runpod's 404. */
@@ -41,6 +43,11 @@ export function runpodPodBackend(client: RunpodClient, limits: { maxRateLimitWai
     },
     lookForPod: (podId, signal) => unlessNotFound(client.getPod(podId, options(signal)), 'found', 'missing'),
     spendLimitUsdPerHour: async () => (await client.getAccountLimits(options())).spendRate,
+    ensureRegistry: async ({ name, username, password }, signal) => {
+      const found = (await client.listRegistries(options(signal))).find((registry) => registry.name === name);
+      const registry = found ?? await client.createRegistry({ name, username, password }, options(signal));
+      return { id: registry.id, name: registry.name };
+    },
     systemLog: async (podId, signal) => (await client.podLogs(podId, { source: 'system', tail: 50 }, options(signal))).map((l) => l.line),
     networkVolume: async (volumeId, signal) => {
       let dataCenterId: string;

@@ -55,17 +55,30 @@ export class RunApi {
    * only once it has caught up with etcd), never a lagging cache.
    */
   async liveRunUids(namespace: string | undefined): Promise<Set<string>> {
-    const uids = new Set<string>();
+    return new Set((await this.#liveRuns(namespace)).map((run) => run.metadata.uid));
+  }
+
+  /**
+   * The Runpod registry credentials (status.registry names) that runs may still create a pod with, or
+   * whose pod may still pull with: every run not finished, and every run whose pod is not deleted.
+   */
+  async registriesInUse(namespace: string | undefined): Promise<Set<string>> {
+    const needed = (run: RunpodRun): boolean => !['Succeeded', 'Failed'].includes(run.status?.phase ?? '') || run.status?.pod?.state !== 'Deleted';
+    return new Set((await this.#liveRuns(namespace)).flatMap((run) => (run.status?.registry && needed(run) ? [run.status.registry.name] : [])));
+  }
+
+  async #liveRuns(namespace: string | undefined): Promise<RunpodRun[]> {
+    const runs: RunpodRun[] = [];
     let _continue: string | undefined;
     do {
       const page = (namespace
         ? await this.#objects.listNamespacedCustomObject({ group, version, plural, namespace, limit: 500, _continue })
         : await this.#objects.listClusterCustomObject({ group, version, plural, limit: 500, _continue })) as
         { items?: RunpodRun[]; metadata?: { continue?: string } };
-      for (const run of page.items ?? []) uids.add(run.metadata.uid);
+      runs.push(...(page.items ?? []));
       _continue = page.metadata?.continue || undefined;
     } while (_continue);
-    return uids;
+    return runs;
   }
 
   /** Writes the status when it differs; a stale resourceVersion is a ConflictError (requeued quietly). */

@@ -61,6 +61,7 @@ function harness(options: HarnessOptions = {}): Harness {
   const pods: PodBackend = {
     catalog: unexpected('catalog'), createPod: unexpected('createPod'), deletePod: unexpected('deletePod'), startPod: unexpected('startPod'),
     lookForPod: unexpected('lookForPod'), spendLimitUsdPerHour: unexpected('spendLimitUsdPerHour'), networkVolume: unexpected('networkVolume'), systemLog: unexpected('systemLog'),
+    ensureRegistry: unexpected('ensureRegistry'),
     ...(options.pods === 'none' ? {} : options.pods),
   };
   const jobHost: JobHost = {
