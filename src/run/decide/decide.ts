@@ -182,8 +182,11 @@ function guardWithoutCredentials(ctx: Context, spec: RunpodRunSpec, unusable: { 
     fail(ctx, ...limit);
     return continueDeletions(ctx) ?? idle;
   }
-  if (status.results?.retrievedAt && spec.keepPod) return finish(ctx);
+  // What the store holds verified counts here too: a retrieval started over it would share its
+  // staging directory and replace it when it commits.
+  adoptStoredResults(ctx);
   applySettledRetrieval(ctx);
+  if (status.results?.retrievedAt && spec.keepPod) return finish(ctx);
   const following = followJobOverSsh({ ...ctx, pod }, spec);
   if (!following) return idle;
   // The key is what the user must act on: it stays the reason; what SSH does meanwhile is said after it.

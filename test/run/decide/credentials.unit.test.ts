@@ -153,6 +153,20 @@ describe('what SSH alone still does while the key cannot be used (chaos seed 180
     }
   });
 
+  test('results the store holds verified while the key is refused are adopted, not retrieved again over them (chaos seed 11, chaos-002-keep-pod)', () => {
+    // An earlier retrieval committed them; its status write was lost. A second retrieval from the same pod
+    // would share its staging directory and, committing, replace them.
+    const kept = spec({ keepPod: true });
+    const ended = { ...runningStatus(kept), job: { startedAt: at(10).toISOString(), finishedAt: at(250).toISOString(), exitCode: 0 } };
+    const stored = { files: 2, bytes: 20, location: '/r/ns/r/uid-1', verifiedAt: at(280) };
+    for (const credentials of [unconfirmed, { found: false as const, message: 'Secret ns/runpod not found' }]) {
+      const d = decide(observe(300, ended, { spec: kept, credentials, podState: { ...exited, keep: true }, pods: undefined, storedResults: stored }));
+      assert.notEqual(d.action.type, 'retrieveResults', JSON.stringify(credentials));
+      assert.equal(d.status.results?.retrievedAt, at(280).toISOString());
+      assert.equal(d.status.phase, 'Succeeded');
+    }
+  });
+
   test('a kept pod whose results are in: the run succeeds without Runpod; a pod to delete waits for the key', () => {
     const kept = spec({ keepPod: true });
     const retrieved = { ...runningStatus(kept), job: { startedAt: at(10).toISOString(), finishedAt: at(250).toISOString(), exitCode: 0 }, results: { files: 1, bytes: 10, location: '/r', retrievedAt: at(280).toISOString() } };
