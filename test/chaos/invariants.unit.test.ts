@@ -99,6 +99,22 @@ test('results lost with a vanished pod are excused only while the leader time wa
   assert.equal(longer.lost.broken, true);
 });
 
+test('results lost to the run\'s own deadline are excused only while the leader time before it was under 10 s (chaos seed 5171, chaos-097-keep-pod: two kills in 47 s)', () => {
+  // The pod was created at 90 s with maxRuntimeSeconds 60: its deadline is 150 s; the job exited 0 at 100 s.
+  const runs = book('keep-pod', { maxRuntimeSeconds: 60 });
+  const entry = runs.entries.get('run-1')!;
+  entry.latest = {
+    apiVersion: 'runpod-operator.dev/v1alpha1', kind: 'RunpodRun', metadata: { name: 'run-1', namespace: 'ns', uid: 'uid-1' }, spec: {} as never,
+    status: { phase: 'Failed', reason: 'DeadlineExceeded', message: 'the pod outlived spec.limits.maxRuntimeSeconds (60s); deleted by the controller', job: { exitCode: 0, finishedAt: iso(100) } },
+  } as unknown as RunEntry['latest'];
+  const deleted: SimPod = { ...pod(90, 165), deletedBy: 'account' };
+  const judge = (terms: Term[]) => resultsLostOrUnverified(runs, (run) => destructionOf(run, [deleted], [], terms, at(0)));
+  const killed = judge([{ from: at(100), to: at(105) }, { from: at(125), to: at(128) }]);
+  assert.equal(killed.lost.value, 0, killed.lost.details.join('\n'));
+  assert.match(killed.noChance.join('\n'), /run-1: .*DeadlineExceeded.*reached its deadline 50 s after the job's end; the controller led 8 s of that/);
+  assert.equal(judge([{ from: at(100), to: at(140) }]).lost.value, 1, '40 s of leader time was a chance');
+});
+
 test('a retry run is judged on the tries it began and its pods: none past retry.limit + 1, none counted without an attempt', () => {
   const runs = book('retry', { retryLimit: 1 });
   const entry = runs.entries.get('run-1')!;

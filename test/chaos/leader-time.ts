@@ -44,8 +44,12 @@ export function destructionOf(entry: RunEntry, pods: readonly SimPod[], faults: 
   if (!Number.isFinite(endedAt)) return undefined;
   const own = pods.filter((pod) => pod.env.RUNPOD_OPERATOR_RUN === entry.uid);
   const ids = new Set(own.map((pod) => pod.id));
+  // The run's own deadline takes the pod as surely (its watchdog deletes it then, kept or not): a result
+  // the leader had no time to fetch before it is no broken promise either.
+  const deadlineOf = (pod: SimPod) => Date.parse(pod.createdAt) + entry.planned.maxRuntimeSeconds * 1000;
   const events = [
     ...own.filter((pod) => pod.deletedBy === 'vanished' && pod.deletedAt).map((pod) => ({ at: Date.parse(pod.deletedAt ?? ''), how: 'vanished' })),
+    ...(entry.latest?.status?.reason === 'DeadlineExceeded' ? own.map((pod) => ({ at: deadlineOf(pod), how: 'reached its deadline' })) : []),
     ...containerStops(faults, started).filter((stop) => ids.has(stop.podId) && stop.status === 'ERROR').map((stop) => ({ at: stop.at, how: 'went ERROR' })),
   ].filter((event) => event.at >= endedAt - 1000).sort((a, b) => a.at - b.at);
   const first = events[0];
