@@ -116,5 +116,7 @@ export class SimCore {
     for (const log of this.logs.values()) log.close();
     for (const pull of this.pulls.values()) pull.stop();
     await Promise.all([...this.pods.values()].map((pod) => pod.destroy()));
+    // Deleted pods' namespaces with processes left were held for the leak check; it is over.
+    for (const pod of this.pods.values()) pod.unpinNetNamespace();
   }
 }

@@ -18,9 +18,12 @@
 //
 // Every link carries a parent-death signal, so if the simulator dies, its pods die with it.
 // SIGKILL to a PID namespace's init ends every process in it; its parent only exits once they are
-// all gone, so awaiting the parent's exit is awaiting the pod's end.
+// all gone, so awaiting the parent's exit is awaiting the pod's end. The simulator ends a pod or a
+// container only that way, never by killing a launcher and counting on those signals: each link arms
+// its own only once it runs, so a launcher killed between a fork and the child's prctl leaves the
+// rest running, orphaned (waitForInit).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync } from 'node:fs';
 import net from 'node:net';
 import { dirname, join } from 'node:path';
 import { once } from 'node:events';
@@ -34,7 +37,7 @@ import { forwardWords, type PodForward } from './forward.ts';
 import { outputPipe, type OutputPipe } from './pipes.ts';
 import { mountedVolumeId } from './resources.ts';
 import { LineSplitter, type PodLog } from './podlog.ts';
-import { hasListener, netNamespace, nowTicks, onlyChild, processesInNetNamespace, type ProcInfo, type ProcessTable } from './procs.ts';
+import { hasListener, onlyChild, processesInNetNamespace, type ProcInfo, type ProcessTable } from './procs.ts';
 
 const PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
@@ -178,7 +181,14 @@ export class RealPod {
   private holder: ChildProcess | null = null;
   private holderExited: Promise<void> = Promise.resolve();
   private initPid: number | null = null;
+  /**
+   * The pod's network namespace (its processes are those in it), held open from boot on: a namespace's
+   * inode number goes to the next namespace made once it is freed, so without this a later pod (its
+   * holder forked before this pod's delete, its namespaces made after it) would count as this pod's
+   * leak. Let go once the pod is deleted and nothing is left in it, or when the simulator stops.
+   */
   private netNs: string | null = null;
+  private netNsFd: number | null = null;
   private container: Container | null = null;
   /** The current port mappings' listeners; kept across a restart in place, replaced otherwise. */
   private lastListeners: Map<number, net.Server> | null = null;
@@ -187,8 +197,9 @@ export class RealPod {
   private restartTimer: NodeJS.Timeout | null = null;
   /** Containers started so far (names each one's output pipes). */
   private starts = 0;
+  /** The container that exited on its own and whose restart is pending (null once a stop, start or delete overtakes it). */
+  private exitedOnItsOwn: Container | null = null;
   private destroyed = false;
-  private deletedAtTicks: number | null = null;
   private log = '';
   /** The pod's lines for GET /v2/pods/{id}/logs (kept by SimCore: they outlive a fresh holder). */
   private readonly podLog: PodLog;
@@ -245,7 +256,7 @@ export class RealPod {
     this.podLog.system(`Pulled image ${this.record.spec.image}`);
     const pid = holder.pid === undefined ? null : onlyChild(holder.pid);
     this.initPid = pid;
-    this.netNs = pid === null ? null : netNamespace(pid);
+    if (pid !== null) this.pinNetNamespace(pid);
     if (pid === null || this.netNs === null) {
       this.fail('could not find the pod holder process');
       return;
@@ -255,6 +266,7 @@ export class RealPod {
 
   /** Starts the container; new port mappings unless `keepPorts` (restart in place). */
   async startContainer(keepPorts: boolean): Promise<void> {
+    this.exitedOnItsOwn = null;
     if (this.destroyed || this.initPid === null || this.container) return;
     const listeners = keepPorts && this.lastListeners ? this.lastListeners : await this.openListeners();
     this.lastListeners = listeners;
@@ -339,12 +351,13 @@ export class RealPod {
   async stopContainer(keepPorts = false): Promise<void> {
     if (this.restartTimer) clearTimeout(this.restartTimer);
     this.restartTimer = null;
+    this.exitedOnItsOwn = null;
     const container = this.container;
     this.record.container = null;
     this.killRelays();
     if (container) {
       container.intentional = true;
-      killTree(container);
+      await killTree(container);
       await exitOf(container.proc);
       await closedOf(container);
       if (this.container === container) this.container = null;
@@ -380,8 +393,8 @@ export class RealPod {
   async destroy(): Promise<void> {
     if (this.destroyed) return this.holderExited;
     this.destroyed = true;
-    this.deletedAtTicks = nowTicks();
     if (this.restartTimer) clearTimeout(this.restartTimer);
+    this.exitedOnItsOwn = null;
     const container = this.container;
     if (container) {
       container.intentional = true;
@@ -389,10 +402,14 @@ export class RealPod {
       container.killed = true;
     }
     const holder = this.holder;
-    if (holder?.pid !== undefined && this.initPid === null && isRunning(holder)) {
-      // Deleted while booting: learn the namespace now, so the leak check can still see into it.
-      this.initPid = onlyChild(holder.pid);
-      this.netNs = this.initPid === null ? null : netNamespace(this.initPid);
+    if (holder && this.initPid === null) {
+      // Deleted while booting: wait for the init (killing the holder before it would not do, see
+      // waitForInit), and hold its namespace, so the leak check can still see into it.
+      const init = await waitForInit(holder, 1);
+      if (init !== null) {
+        this.initPid = init;
+        this.pinNetNamespace(init);
+      }
     }
     if (holder && this.initPid !== null && isRunning(holder)) {
       // Only the init: the kernel kills the namespace (nested container included), and the holder
@@ -411,12 +428,33 @@ export class RealPod {
       this.relaysGone(),
     ]);
     this.container = null;
+    // Nothing can enter an empty namespace again: let it go. One with processes left is held, so the leak check lists them.
+    if (this.processes().length === 0) this.unpinNetNamespace();
   }
 
   /** Processes of this pod still on the machine (for a deleted pod: leaks). */
   processes(table?: ProcessTable): ProcInfo[] {
     if (this.netNs === null) return [];
-    return processesInNetNamespace(this.netNs, this.deletedAtTicks ?? undefined, table);
+    return processesInNetNamespace(this.netNs, table);
+  }
+
+  /** Lets the pod's network namespace go (the simulator stops); its processes are no longer looked for. */
+  unpinNetNamespace(): void {
+    if (this.netNsFd !== null) closeSync(this.netNsFd);
+    this.netNsFd = null;
+    this.netNs = null;
+  }
+
+  /** Holds the network namespace of `pid` (the pod's init) open, and names it by its inode. */
+  private pinNetNamespace(pid: number): void {
+    if (this.netNsFd !== null) return;
+    try {
+      const fd = openSync(`/proc/${pid}/ns/net`, 'r');
+      this.netNsFd = fd;
+      this.netNs = `net:[${fstatSync(fd).ino}]`;
+    } catch {
+      this.netNs = null;
+    }
   }
 
   logs(): string {
@@ -516,13 +554,19 @@ export class RealPod {
     this.killRelays();
     if (this.lastListeners) closeAll(this.lastListeners);
     this.lastListeners = null;
-    this.restartTimer = setTimeout(() => {
-      this.restartTimer = null;
-      if (this.destroyed || this.record.status !== 'RUNNING') return;
-      this.record.restarts += 1;
-      this.podLog.system(`Restarting container (its main process exited; restart ${this.record.restarts})`);
-      void this.startContainer(false);
-    }, this.ctx.config.timings.restartDelayMs);
+    this.exitedOnItsOwn = container;
+    // Its processes are gone (the launcher exits only then); the restart also waits for its output
+    // to be read to the end and its exit narrated, so nothing of it comes after the next one's start.
+    void closedOf(container).then(() => {
+      if (this.exitedOnItsOwn !== container) return;
+      this.restartTimer = setTimeout(() => {
+        this.restartTimer = null;
+        if (this.exitedOnItsOwn !== container || this.destroyed || this.record.status !== 'RUNNING') return;
+        this.record.restarts += 1;
+        this.podLog.system(`Restarting container (its main process exited; restart ${this.record.restarts})`);
+        void this.startContainer(false);
+      }, this.ctx.config.timings.restartDelayMs);
+    });
   }
 
   /**
@@ -532,7 +576,7 @@ export class RealPod {
   async exitOnItsOwn(): Promise<void> {
     const container = this.container;
     if (!container || this.destroyed) return;
-    killTree(container);
+    await killTree(container);
     await exitOf(container.proc);
     const giveUp = Date.now() + this.ctx.config.timings.restartDelayMs + 10_000;
     while (!this.destroyed && this.record.status === 'RUNNING' && (this.container === null || this.container === container) && Date.now() < giveUp) {
@@ -551,7 +595,7 @@ export class RealPod {
     this.record.container = null;
     if (this.container) {
       this.container.intentional = true;
-      killTree(this.container);
+      void killTree(this.container);
     }
   }
 
@@ -577,17 +621,35 @@ export class RealPod {
 /**
  * Kills a container: SIGKILL to its PID-namespace init, found below the launcher (nsenter, then
  * unshare); the launcher exits once the init was reaped, i.e. once the whole container is gone.
- * Before the init exists, the launcher is killed and the parent-death signals do the rest.
+ * Resolves once the init is killed, or the launcher ended without one.
  */
-function killTree(container: Container): void {
+async function killTree(container: Container): Promise<void> {
   container.killed = true;
   const launcher = container.proc;
-  const pid = launcher.pid;
-  if (pid === undefined) return;
-  const unshare = onlyChild(pid);
-  const init = unshare === null ? null : onlyChild(unshare);
+  const init = await waitForInit(launcher, 2);
   if (init !== null) tryKill(init);
-  else killChild(launcher);
+  else if (isRunning(launcher)) killChild(launcher);
+}
+
+/**
+ * The init of the PID namespace `launcher` sets up: its `depth`-th descendant, each link the only child
+ * of the one before (holder: unshare, then the init; container: nsenter, then unshare, then the init),
+ * waited for while the launcher runs. Null if the launcher ended without one, or after `graceMs`.
+ * A launcher must not be killed before its init exists: each link arms its parent-death signal only
+ * once it runs (setpriv's prctl after nsenter's fork and exec, unshare --kill-child's in its forked
+ * child), so a launcher killed between a fork and that prctl leaves the child to run the whole
+ * container (or pod) orphaned, where nothing tracks or kills it: under load, a container ended just
+ * after its start (ssh.direct is published then) ran on beside the next one.
+ */
+async function waitForInit(launcher: ChildProcess, depth: number, graceMs = 10_000): Promise<number | null> {
+  const giveUp = Date.now() + graceMs;
+  while (launcher.pid !== undefined && isRunning(launcher) && Date.now() < giveUp) {
+    let pid: number | null = launcher.pid;
+    for (let i = 0; i < depth && pid !== null; i++) pid = onlyChild(pid);
+    if (pid !== null) return pid;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  return null;
 }
 
 function closePipe(pipe: OutputPipe): void {

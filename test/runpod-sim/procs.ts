@@ -1,7 +1,8 @@
 // Finds a pod's processes on the machine by its network namespace: every process of a pod (the
 // container, whatever it spawned, sshd sessions, the port relays) lives in it, and nothing else does.
-// A namespace inode can be reused once the namespace is gone, so for a deleted pod only processes
-// that started before its deletion count (a later pod reusing the inode started after it).
+// A namespace's inode number goes to the next namespace made once it is freed, so the simulator holds
+// each pod's namespace open (pods.ts) for as long as it looks into it. Start times cannot tell a later
+// pod apart: its holder may be forked before a pod's delete and make its namespaces after it.
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 export interface ProcInfo {
@@ -18,21 +19,13 @@ export function netNamespace(pid: number): string | null {
   }
 }
 
-/** Clock ticks since boot, the unit of a process's start time in /proc/<pid>/stat. */
-export function nowTicks(): number {
-  const uptime = Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
-  return Math.floor(uptime * 100);
-}
-
-function startTicks(pid: number): number | null {
+function isZombie(pid: number): boolean {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command may hold spaces and parentheses: fields are counted after the last ')'.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (fields[0] === 'Z') return null;
-    return Number(fields[19]);
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
   } catch {
-    return null;
+    return true;
   }
 }
 
@@ -47,7 +40,7 @@ function describe(pid: number): ProcInfo | null {
 }
 
 /** Live (non-zombie) processes by network namespace: one pass over /proc serves every pod. */
-export type ProcessTable = Map<string, { pid: number; startTicks: number }[]>;
+export type ProcessTable = Map<string, number[]>;
 
 export function processTable(): ProcessTable {
   const table: ProcessTable = new Map();
@@ -55,20 +48,17 @@ export function processTable(): ProcessTable {
     if (!/^\d+$/.test(entry)) continue;
     const pid = Number(entry);
     const ns = netNamespace(pid);
-    const started = ns === null ? null : startTicks(pid);
-    if (ns === null || started === null) continue;
+    if (ns === null || isZombie(pid)) continue;
     const list = table.get(ns) ?? [];
-    list.push({ pid, startTicks: started });
+    list.push(pid);
     table.set(ns, list);
   }
   return table;
 }
 
-/** Processes in the network namespace `inode`, started at or before `beforeTicks` if given. */
-export function processesInNetNamespace(inode: string, beforeTicks?: number, table: ProcessTable = processTable()): ProcInfo[] {
-  return (table.get(inode) ?? [])
-    .filter((proc) => beforeTicks === undefined || proc.startTicks <= beforeTicks)
-    .flatMap((proc) => describe(proc.pid) ?? []);
+/** Processes in the network namespace `inode` ("net:[<inode>]"). */
+export function processesInNetNamespace(inode: string, table: ProcessTable = processTable()): ProcInfo[] {
+  return (table.get(inode) ?? []).flatMap((pid) => describe(pid) ?? []);
 }
 
 /** The pid of the only child of `pid` (unshare --fork's child, i.e. the namespace's PID 1). */
