@@ -73,14 +73,18 @@ test('a bad-key run never seen held is excused only when the controller led unde
   assert.equal(malformedKeyRunsNotHeld(runs, () => 0, started).notHeld.value, 0, 'held: nothing to excuse');
 });
 
+/** run-1 of `runs` last seen Failed with `reason`, its job having exited 0 at 100 s. */
+function endedAfterExit0(runs: ReturnType<typeof book>, reason: string, message: string): ReturnType<typeof book> {
+  runs.entries.get('run-1')!.latest = {
+    apiVersion: 'runpod-operator.dev/v1alpha1', kind: 'RunpodRun', metadata: { name: 'run-1', namespace: 'ns', uid: 'uid-1' }, spec: {} as never,
+    status: { phase: 'Failed', reason, message, job: { exitCode: 0, finishedAt: iso(100) } },
+  } as unknown as RunEntry['latest'];
+  return runs;
+}
+
 test('results lost with a vanished pod are excused only while the leader time was under 10 s plus their transfer over a slow link', () => {
   // The job exited 0 at 100 s; the pod vanished at 150 s; 1.5 MiB of results.
-  const runs = book('success', { resultBytes: 1_572_864 });
-  const entry = runs.entries.get('run-1')!;
-  entry.latest = {
-    apiVersion: 'runpod-operator.dev/v1alpha1', kind: 'RunpodRun', metadata: { name: 'run-1', namespace: 'ns', uid: 'uid-1' }, spec: {} as never,
-    status: { phase: 'Failed', reason: 'PodLost', message: 'gone', job: { exitCode: 0, finishedAt: iso(100) } },
-  } as unknown as RunEntry['latest'];
+  const runs = endedAfterExit0(book('success', { resultBytes: 1_572_864 }), 'PodLost', 'gone');
   const vanished: SimPod = { ...pod(90, 150), deletedBy: 'vanished' };
   const slowLink = (bytesPerSecond: number): FaultRecord => ({
     planned: { atMs: 95_000, name: 'slow-link', params: { bytesPerSecond }, podPick: 0 }, atMs: 95_000, fired: true, detail: '', podId: 'pod-1',
@@ -101,12 +105,7 @@ test('results lost with a vanished pod are excused only while the leader time wa
 
 test('results lost to the run\'s own deadline are excused only while the leader time before it was under 10 s (chaos seed 5171, chaos-097-keep-pod: two kills in 47 s)', () => {
   // The pod was created at 90 s with maxRuntimeSeconds 60: its deadline is 150 s; the job exited 0 at 100 s.
-  const runs = book('keep-pod', { maxRuntimeSeconds: 60 });
-  const entry = runs.entries.get('run-1')!;
-  entry.latest = {
-    apiVersion: 'runpod-operator.dev/v1alpha1', kind: 'RunpodRun', metadata: { name: 'run-1', namespace: 'ns', uid: 'uid-1' }, spec: {} as never,
-    status: { phase: 'Failed', reason: 'DeadlineExceeded', message: 'the pod outlived spec.limits.maxRuntimeSeconds (60s); deleted by the controller', job: { exitCode: 0, finishedAt: iso(100) } },
-  } as unknown as RunEntry['latest'];
+  const runs = endedAfterExit0(book('keep-pod', { maxRuntimeSeconds: 60 }), 'DeadlineExceeded', 'the pod outlived spec.limits.maxRuntimeSeconds (60s); deleted by the controller');
   const deleted: SimPod = { ...pod(90, 165), deletedBy: 'account' };
   const judge = (terms: Term[]) => resultsLostOrUnverified(runs, (run) => destructionOf(run, [deleted], [], terms, at(0)));
   const killed = judge([{ from: at(100), to: at(105) }, { from: at(125), to: at(128) }]);
