@@ -55,7 +55,9 @@ function decideStep(ctx: Context): Step {
   if (status.phase === undefined) phase(ctx, 'Pending', 'Created', 'the controller picked up the run; nothing is rented yet');
   // kubectl prints an absent column as <none>: RETRIES says 0 from the start.
   status.retries ??= 0;
-  if (!obs.run.hasFinalizer) return step({ type: 'addFinalizer' });
+  // The finalizer guards a pod: a run that never sent a create is judged on its inputs first, so a bad
+  // spec or key is the first status its user sees, however long the queue before its next pass.
+  if (!obs.run.hasFinalizer && everCreated(status)) return step({ type: 'addFinalizer' });
   if (isTerminal(status.phase)) return afterTheEnd(ctx);
   if (!obs.spec.ok) return fail(ctx, 'InvalidSpec', obs.spec.message);
   const spec = obs.spec.spec;
@@ -72,6 +74,7 @@ function decideStep(ctx: Context): Step {
     phase(ctx, 'Pending', 'CredentialsMissing', obs.jobInputs.message);
     return { action: { type: 'none' }, requeue: 'backoff' };
   }
+  if (!obs.run.hasFinalizer) return step({ type: 'addFinalizer' });
   if (obs.sshSecretConflict) {
     phase(ctx, status.phase ?? 'Pending', 'SshSecretConflict', obs.sshSecretConflict);
     return { action: { type: 'none' }, requeue: 'backoff' };

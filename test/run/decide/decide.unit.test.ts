@@ -11,6 +11,18 @@ describe('decide: before any Runpod call', () => {
     assert.deepEqual(decide(observe({ run: { ...observe().run, hasFinalizer: false } })).action, { type: 'addFinalizer' });
   });
 
+  // Chaos seed 5171: a bad-key run's first pass only added the finalizer (Pending/Created); a controller
+  // kill and 110 runs queued before its next pass left it so until its user deleted it 40 s later.
+  test('a run that never created a pod is judged on its spec and key before it gets a finalizer', () => {
+    const run = { ...observe().run, hasFinalizer: false };
+    const badKey = decide(observe({ run, credentials: { found: false, invalid: true, message: 'Secret ns/runpod key "apiKey" holds a control character' } }));
+    assert.deepEqual([badKey.status.phase, badKey.status.reason, badKey.action], ['Pending', 'CredentialsInvalid', { type: 'none' }]);
+    const badSpec = decide(observe({ run, spec: { ok: false, message: 'spec.gpu: exactly one of gpu.types and gpu.auto must be set' } }));
+    assert.deepEqual([badSpec.status.phase, badSpec.status.reason, badSpec.action], ['Failed', 'InvalidSpec', { type: 'none' }]);
+    const created = decide(observe({ run, status: createdStatus(), credentials: { found: false, message: 'Secret ns/runpod not found' } }));
+    assert.deepEqual(created.action, { type: 'addFinalizer' }, 'a run that sent a create gets its finalizer back first');
+  });
+
   test('the first status already says the run is in progress (kstatus reads a status without conditions as Current)', () => {
     const steps = [
       decide(observe({ run: { ...observe().run, hasFinalizer: false } })),
