@@ -16,7 +16,7 @@ import { assertNoLeaks, simPods } from '../runpod-sim/client.ts';
 import { startSimulator } from '../runpod-sim/server.ts';
 import { createTestNamespace, testCluster } from '../support/cluster.ts';
 import { kubectl } from '../support/kubectl.ts';
-import { runManifest, testApiKey } from '../support/operator.ts';
+import { runManifest, testApiKey, unsuppressed } from '../support/operator.ts';
 import { eventually, EVENTUALLY_MS } from '../support/eventually.ts';
 
 interface Install { namespace: string; controller: RunningController; logLines: string[] }
@@ -31,7 +31,17 @@ test('two namespace-scoped installs on one account never sweep each other\'s pod
   const clusterId = `test-shared-${namespaces[0]}`;
   const installs: Install[] = [];
   const client = createRunpodClient({ apiKey: testApiKey, baseUrl: sim.baseUrl, logger: createLogger('silent') });
-  try {
+  // Disposed in reverse: the leak check first, then the controllers, the client and the simulator; a failed
+  // assertion and a leak found after it are both reported (unsuppressed).
+  await unsuppressed(async () => {
+    await using cleanup = new AsyncDisposableStack();
+    cleanup.defer(async () => {
+      await sim.stop();
+      rmSync(resultsDir, { recursive: true, force: true });
+    });
+    cleanup.defer(() => client.close());
+    cleanup.defer(async () => { for (const install of installs) await install.controller.stop(); });
+    cleanup.defer(() => assertNoLeaks(sim.adminUrl, 15_000));
     for (const namespace of namespaces) {
       await kubectl(['create', 'secret', 'generic', 'runpod', '-n', namespace, `--from-literal=apiKey=${testApiKey}`]);
       const config = configSchema.parse({
@@ -96,16 +106,7 @@ test('two namespace-scoped installs on one account never sweep each other\'s pod
     assert.equal(await isGone(runs[1]?.podId ?? ''), false, 'team-b\'s running pod is still untouched');
     const deleted = await kubectl(['delete', 'rpr', 'train', '-n', teamB?.namespace ?? '', '--timeout=60s']);
     assert.equal(deleted.status, 0, deleted.stderr);
-  } finally {
-    try {
-      await assertNoLeaks(sim.adminUrl, 15_000);
-    } finally {
-      for (const install of installs) await install.controller.stop();
-      await client.close();
-      await sim.stop();
-      rmSync(resultsDir, { recursive: true, force: true });
-    }
-  }
+  });
 });
 
 async function readRun(namespace: string): Promise<{ phase?: string; podId?: string }> {
