@@ -1,4 +1,4 @@
-// A node:test reporter that prints, once the run ends, the ten test files that took longest (the sum
+// A node:test reporter that prints, once the run ends, the ten (SLOWEST_FILES) test files that took longest (the sum
 // of their top-level tests' durations: tests within a file run one after another), then every failed
 // test by file and name with the first line of its error. `make test` adds it beside the spec reporter,
 // so every run says where the suite's time goes, and the last lines of a failed run (all a CI log may
@@ -15,7 +15,8 @@ interface TestEvent {
   };
 }
 
-const shown = 10;
+// SLOWEST_FILES=N shows N (e.g. 200: every file, to see where a change moved the time).
+const shown = Number(process.env.SLOWEST_FILES ?? 10) || 10;
 
 export default async function* slowestFiles(source: AsyncIterable<TestEvent>): AsyncGenerator<string> {
   const byFile = new Map<string, number>();
