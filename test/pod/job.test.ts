@@ -74,7 +74,8 @@ for (const shell of SHELLS) {
     test('the supervisor records the pid, start, end, exit code 3 and the log, detached from the caller', async () => {
       const dir = runDir();
       assert.deepEqual((await state(dir)).job, { status: 'none', startedAt: null, endedAt: null, exitCode: null, pid: null, cancelled: false });
-      const command = ['sh', '-c', 'echo "to stdout in $(pwd)"; echo to stderr >&2; sleep 1; exit 3'];
+      // It ends when the test says so (a file in its directory): under load, a fixed sleep may end before the first look.
+      const command = ['sh', '-c', 'echo "to stdout in $(pwd)"; echo to stderr >&2; while [ ! -e release ]; do sleep 0.1; done; exit 3'];
       const before = Math.floor(Date.now() / 1000);
       const started = await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), console: consoleOf(dir), command, shell }));
       assert.equal(started.code, 0, started.stderr);
@@ -84,6 +85,7 @@ for (const shell of SHELLS) {
 
       const running = await state(dir);
       assert.ok(['starting', 'running'].includes(running.job.status), running.job.status);
+      writeFileSync(join(dir, 'release'), '');
       const done = await ended(dir);
       assert.equal(done.job.exitCode, 3);
       assert.ok(done.job.startedAt !== null && done.job.endedAt !== null && done.job.endedAt >= done.job.startedAt);
