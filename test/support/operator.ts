@@ -55,6 +55,8 @@ export const testTimings: Partial<Timings> = {
   startAgainBoundMs: 20_000,
   graceRenewalMinMs: 30_000,
   resendUnconfirmedDeleteMs: 20_000,
+  systemLogFirstReadMs: 5000,
+  systemLogReadEveryMs: 15_000,
   // The spend, rate-limit and capacity spacings stay as in production: tests count the creates they allow.
 };
 

@@ -1,6 +1,6 @@
 // A pod that does not come up usually explains itself in Runpod's system lines (API-NOTES 2026-12
 // addendum, part 2: image pull, container create, start, exit). While a pod has no SSH port the
-// controller reads them now and then, one request each (20 s after the create, then every minute), and
+// controller reads them now and then, one request each (timings: 20 s after the create, then every minute), and
 // keeps the telling line on status.pod. A pull the registry refused ends the run ImagePullFailed at
 // once, its pod deleted: every GPU type would pull the same image, and waiting out readyTimeoutSeconds
 // would only bill.
@@ -9,16 +9,15 @@ import type { Observation } from './model.ts';
 import type { SystemLogOutcome } from './outcome.ts';
 import { fail, step, type Context, type PodContext, type Step } from './step.ts';
 
-const firstReadMs = 20_000;
-const readEveryMs = 60_000;
 /** Docker's and registries' words for a refused pull (auth, a missing repository or tag). */
 const pullRefused = /unauthorized|pull access denied|no basic auth credentials|authentication required|manifest unknown|repository does not exist/i;
 
 /** The read of the pod's system lines, when one is due. */
 export function systemLogDue({ obs, pod }: PodContext): Step | undefined {
   const now = obs.now.getTime();
-  if (!(now - Date.parse(pod.createdAt ?? '') >= firstReadMs)) return undefined;
-  if (now - Date.parse(pod.systemLogReadAt ?? '') < readEveryMs) return undefined;
+  const { systemLogFirstReadMs, systemLogReadEveryMs } = obs.settings.timings;
+  if (!(now - Date.parse(pod.createdAt ?? '') >= systemLogFirstReadMs)) return undefined;
+  if (now - Date.parse(pod.systemLogReadAt ?? '') < systemLogReadEveryMs) return undefined;
   return step({ type: 'readSystemLog', podId: pod.id });
 }
 

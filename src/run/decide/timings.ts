@@ -47,6 +47,13 @@ export interface Timings {
    * Secret created or fixed is noticed within it.
    */
   unwatchedRecheckMaxMs: number;
+  /**
+   * While a pod has no SSH port, its system lines (image pull, container start) are read this long after
+   * its create (a pull usually says by then whether it failed), then every systemLogReadEveryMs: one
+   * request each, within the account's budget.
+   */
+  systemLogFirstReadMs: number;
+  systemLogReadEveryMs: number;
 }
 
 export const defaultTimings: Readonly<Timings> = {
@@ -65,6 +72,8 @@ export const defaultTimings: Readonly<Timings> = {
   resendUnconfirmedDeleteMs: 30_000,
   workerRateLimitWaitMs: 5000,
   unwatchedRecheckMaxMs: 30_000,
+  systemLogFirstReadMs: 20_000,
+  systemLogReadEveryMs: 60_000,
 };
 
 /**
