@@ -2,7 +2,7 @@
 // status records, trusted only with the host key the run pinned (never trust-on-first-use).
 import type { RunpodRun } from '../api/runpodrun.ts';
 import { podPath, stateDirOf, type PodFile } from '../pod/index.ts';
-import { connectPinned, type SshConnection } from '../ssh/index.ts';
+import { connectPinned, SshError, type SshConnection } from '../ssh/index.ts';
 import { getSshKeys, type RunSshKeys, type Target } from './cluster.ts';
 import { PluginError } from './errors.ts';
 
@@ -28,11 +28,28 @@ export async function connectToRunPod(target: Target, run: RunpodRun): Promise<{
   const pod = reachablePod(run);
   const keys = await getSshKeys(target, run.metadata.name);
   try {
-    const connection = await connectPinned({
+    const connection = await connectAgainWhileReset(() => connectPinned({
       host: pod.host, port: pod.port, username: 'root', privateKey: keys.clientPrivateKey, hostPublicKey: keys.hostPublicKey, readyTimeoutMs: 20_000,
-    });
+    }));
     return { connection, pod, keys };
   } catch (error) {
     throw new PluginError(`cannot reach the pod of run "${run.metadata.name}" over SSH at ${pod.host}:${pod.port}: ${error instanceof Error ? error.message : String(error)}`);
   }
+}
+
+/**
+ * A connection reset or refused before the session was up is tried again (1 s, then 2 s later): a busy
+ * sshd drops new connections beyond its MaxStartups, and a proxy in between may blip. A timeout, a host
+ * key or a refused client key is said at once.
+ */
+export async function connectAgainWhileReset<T>(connect: () => Promise<T>, delaysMs: readonly number[] = [1000, 2000]): Promise<T> {
+  for (const delayMs of delaysMs) {
+    try {
+      return await connect();
+    } catch (error) {
+      if (!(error instanceof SshError && (error.kind === 'closed' || error.kind === 'refused'))) throw error;
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
+  }
+  return connect();
 }

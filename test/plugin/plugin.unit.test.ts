@@ -9,6 +9,8 @@ import { costTable, formatCostTable } from '../../src/plugin/runs.ts';
 import { parseSums } from '../../src/plugin/results.ts';
 import { runpodApiUrl, RUNPOD_API_URL_ENV } from '../../src/plugin/system-logs.ts';
 import { envName } from '../../src/config.ts';
+import { connectAgainWhileReset } from '../../src/plugin/pod.ts';
+import { HostKeyMismatchError, SshAuthError, SshError } from '../../src/ssh/index.ts';
 
 async function plugin(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
   const [out, err] = [new PassThrough(), new PassThrough()];
@@ -106,4 +108,28 @@ void test('results: SHA256SUMS lines as sha256sum writes them (an escaped name t
   assert.throws(() => parseSums(`${sha}  ../../etc/passwd\n`), { message: 'SHA256SUMS names "../../etc/passwd", which is refused (path leaves the directory (..))' });
   assert.throws(() => parseSums(`${sha}  /etc/passwd\n`), /refused \(absolute path\)/);
   assert.throws(() => parseSums('not a sum\n'), /SHA256SUMS has a line that is not/);
+});
+
+// make test at concurrency 6: `kubectl runpod logs -f` ended at once with "SSH to 127.0.0.1:41543: read
+// ECONNRESET" (a busy sshd dropping a new connection), where a person would have it try again.
+test('the plugin connects again after a reset or refused connection, but never after a host key or auth refusal', async () => {
+  const attempts = (failures: SshError[]) => {
+    let calls = 0;
+    const connect = (): Promise<string> => {
+      const failure = failures[calls++];
+      return failure ? Promise.reject(failure) : Promise.resolve('session');
+    };
+    return { connect, calls: () => calls };
+  };
+  const reset = attempts([new SshError('closed', 'read ECONNRESET'), new SshError('refused', 'connect ECONNREFUSED')]);
+  assert.equal(await connectAgainWhileReset(reset.connect, [1, 1]), 'session');
+  assert.equal(reset.calls(), 3);
+  const always = attempts([new SshError('closed', 'a'), new SshError('closed', 'b'), new SshError('closed', 'c')]);
+  await assert.rejects(connectAgainWhileReset(always.connect, [1, 1]), /c/);
+  assert.equal(always.calls(), 3, 'three tries in all');
+  for (const error of [new HostKeyMismatchError('SHA256:a', 'SHA256:b', 'h:1'), new SshAuthError('refused key'), new SshError('timeout', 'slow')]) {
+    const once = attempts([error]);
+    await assert.rejects(connectAgainWhileReset(once.connect, [1, 1]), error);
+    assert.equal(once.calls(), 1, error.message);
+  }
 });
