@@ -16,7 +16,7 @@ import { assertNoLeaks, simPods } from '../runpod-sim/client.ts';
 import { startSimulator } from '../runpod-sim/server.ts';
 import { createTestNamespace, testCluster } from '../support/cluster.ts';
 import { kubectl } from '../support/kubectl.ts';
-import { runManifest, testApiKey, unsuppressed } from '../support/operator.ts';
+import { runManifest, testApiKey, testTimings, unsuppressed } from '../support/operator.ts';
 import { eventually, EVENTUALLY_MS } from '../support/eventually.ts';
 
 interface Install { namespace: string; controller: RunningController; logLines: string[] }
@@ -52,7 +52,7 @@ test('two namespace-scoped installs on one account never sweep each other\'s pod
       });
       const logLines: string[] = [];
       const logger = createLogger('debug', { write: (line: string) => { logLines.push(line); } });
-      installs.push({ namespace, logLines, controller: await startController(config, { logger, onLostLeadership: () => undefined }) });
+      installs.push({ namespace, logLines, controller: await startController(config, { logger, timings: testTimings, onLostLeadership: () => undefined }) });
     }
     for (const { namespace } of installs) {
       const applied = await kubectl(['apply', '-n', namespace, '-f', '-'], JSON.stringify(runManifest('train')));
