@@ -36,7 +36,7 @@ function simPodView(core: SimCore, pod: PodRecord, table: ProcessTable): Record<
 }
 
 const listPods: AdminHandler = async (core) => {
-  const table = processTable();
+  const table = processTable(new Set([...core.pods.values()].flatMap((pod) => pod.netNamespace ?? [])));
   return Promise.resolve(json(200, { pods: [...core.state.pods.values()].map((pod) => simPodView(core, pod, table)) }));
 };
 

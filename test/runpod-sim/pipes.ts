@@ -18,8 +18,26 @@ export interface OutputPipe {
   closeWriteEnd(): void;
 }
 
-export async function outputPipe(path: string): Promise<OutputPipe> {
-  await run('mkfifo', ['-m', '0600', path]);
+/** The container's stdout and stderr: both FIFOs made by one mkfifo (a spawn from the simulator costs a fork of it). */
+export async function outputPipes(stdoutPath: string, stderrPath: string): Promise<[OutputPipe, OutputPipe]> {
+  await run('mkfifo', ['-m', '0600', stdoutPath, stderrPath]);
+  let stdout: OutputPipe;
+  try {
+    stdout = openPipe(stdoutPath);
+  } catch (error) {
+    unlinkSync(stderrPath);
+    throw error;
+  }
+  try {
+    return [stdout, openPipe(stderrPath)];
+  } catch (error) {
+    stdout.closeWriteEnd();
+    stdout.reader.destroy();
+    throw error;
+  }
+}
+
+function openPipe(path: string): OutputPipe {
   let readFd: number | undefined;
   try {
     // The read end first and non-blocking, so the write end's open (blocking, as the child's writes

@@ -34,7 +34,7 @@ import type { PodRecord, PortMapping } from './state.ts';
 import { splitArgs } from './argv.ts';
 import { clockSkewFunction, skewRunningClock } from './clock.ts';
 import { forwardWords, type PodForward } from './forward.ts';
-import { outputPipe, type OutputPipe } from './pipes.ts';
+import { outputPipes, type OutputPipe } from './pipes.ts';
 import { mountedVolumeId } from './resources.ts';
 import { LineSplitter, type PodLog } from './podlog.ts';
 import { hasListener, onlyChild, processesInNetNamespace, type ProcInfo, type ProcessTable } from './procs.ts';
@@ -272,11 +272,7 @@ export class RealPod {
     this.lastListeners = listeners;
     this.starts += 1;
     const fifo = (name: string): string => join(dirname(this.ctx.apiSocket), `${name}-${this.record.id}-${this.starts}.fifo`);
-    const stdout = await outputPipe(fifo('out'));
-    const stderr = await outputPipe(fifo('err')).catch((error: unknown) => {
-      closePipe(stdout);
-      throw error;
-    });
+    const [stdout, stderr] = await outputPipes(fifo('out'), fifo('err'));
     if (this.destroyed || this.container) {
       closePipe(stdout);
       closePipe(stderr);
@@ -430,6 +426,11 @@ export class RealPod {
     this.container = null;
     // Nothing can enter an empty namespace again: let it go. One with processes left is held, so the leak check lists them.
     if (this.processes().length === 0) this.unpinNetNamespace();
+  }
+
+  /** The pod's network namespace ("net:[<inode>]") while it is held, the key of its processes. */
+  get netNamespace(): string | null {
+    return this.netNs;
   }
 
   /** Processes of this pod still on the machine (for a deleted pod: leaks). */

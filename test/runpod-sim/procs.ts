@@ -42,13 +42,17 @@ function describe(pid: number): ProcInfo | null {
 /** Live (non-zombie) processes by network namespace: one pass over /proc serves every pod. */
 export type ProcessTable = Map<string, number[]>;
 
-export function processTable(): ProcessTable {
+/**
+ * Only the namespaces `wanted` (when given) are kept: the machine's other processes (the rest of the
+ * suite's) are not read beyond their namespace link, since tests list pods many times a second.
+ */
+export function processTable(wanted?: ReadonlySet<string>): ProcessTable {
   const table: ProcessTable = new Map();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     const pid = Number(entry);
     const ns = netNamespace(pid);
-    if (ns === null || isZombie(pid)) continue;
+    if (ns === null || (wanted && !wanted.has(ns)) || isZombie(pid)) continue;
     const list = table.get(ns) ?? [];
     list.push(pid);
     table.set(ns, list);
@@ -57,7 +61,7 @@ export function processTable(): ProcessTable {
 }
 
 /** Processes in the network namespace `inode` ("net:[<inode>]"). */
-export function processesInNetNamespace(inode: string, table: ProcessTable = processTable()): ProcInfo[] {
+export function processesInNetNamespace(inode: string, table: ProcessTable = processTable(new Set([inode]))): ProcInfo[] {
   return (table.get(inode) ?? []).flatMap((pid) => describe(pid) ?? []);
 }
 
