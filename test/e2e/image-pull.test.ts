@@ -32,7 +32,12 @@ describe('an image the registry refuses', { concurrency: true }, () => {
   test('with its imagePullSecret the private image runs; two runs share one credential, swept once neither needs it', () =>
     unsuppressed(async () => {
       const password = 'registry-PASSWORD-0123456789';
-      await using world = await startWorld('image-auth', { sim: { images: { 'acme/private-trainer:1': { registryAuth: { username: 'acme-ci', password } } } } });
+      // A sweep each second lists pods and credentials: a budget above a real account's (60 a minute), so that
+      // the sweep this test waits for is not paced by the limiter, which other tests cover.
+      await using world = await startWorld('image-auth', { sim: {
+        images: { 'acme/private-trainer:1': { registryAuth: { username: 'acme-ci', password } } },
+        rateLimits: { minute: { quota: 600, seconds: 60 }, hour: { quota: 30_000, seconds: 3600 } },
+      } });
       await world.startController({ sweepInterval: '1s', strayGrace: '2s' });
       const created = await kubectl(['create', 'secret', 'docker-registry', 'pull', '-n', world.namespace, '--docker-server=https://index.docker.io/v1/', '--docker-username=acme-ci', `--docker-password=${password}`]);
       assert.equal(created.status, 0, created.stderr);
