@@ -8,6 +8,7 @@ interface FlagHelp { what: string; default?: string }
 export const flagHelp: Record<Flag, FlagHelp> = {
   kubeconfig: { what: 'kubeconfig file (else $KUBECONFIG, else in-cluster, else ~/.kube/config)' },
   namespace: { what: 'watch only this namespace (its runs, its Secrets); default: every namespace' },
+  selector: { what: 'act only on runs with these labels (a label selector, as kubectl -l), to shard runs between installs; default: every run' },
   'cluster-id': { what: 'this install\'s id in pod names and tags (default: the kube-system namespace\'s UID)' },
   'runpod-api-url': { what: 'Runpod REST v2 base URL (https; http only on loopback)', default: 'https://api.runpod.io/v2' },
   'results-dir': { what: 'where verified results go when no S3 store is set', default: './results' },

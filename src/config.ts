@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { s3BucketName, s3Endpoint, s3KeyPrefix, s3Region } from './api/spec.ts';
 import { jitterFactor } from './kube/leader-record.ts';
+import { labelSelectorProblem } from './kube/label-selector.ts';
 
 const durationPattern = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
 const unitMs: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
@@ -95,6 +96,10 @@ export const configSchema = z.object({
     }
   }).optional(),
   namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a namespace name').optional(),
+  selector: z.string().trim().min(1).max(1024).superRefine((value, ctx) => {
+    const problem = labelSelectorProblem(value);
+    if (problem) ctx.addIssue({ code: 'custom', message: `must be a label selector: ${problem}` });
+  }).optional(),
   clusterId: z.string().min(1).max(128).regex(/^[A-Za-z0-9._-]+$/, 'must be letters, digits, ".", "_" or "-"').optional(),
   runpodApiUrl: z.url().default('https://api.runpod.io/v2')
     .refine((value) => {
@@ -155,7 +160,7 @@ export function resultsStoreOf(config: Pick<Config, 'resultsDir' | 'resultsStore
 }
 
 const flags = {
-  kubeconfig: 'kubeconfig', namespace: 'namespace', 'cluster-id': 'clusterId', 'runpod-api-url': 'runpodApiUrl',
+  kubeconfig: 'kubeconfig', namespace: 'namespace', selector: 'selector', 'cluster-id': 'clusterId', 'runpod-api-url': 'runpodApiUrl',
   'results-dir': 'resultsDir', 'results-store': 'resultsStore', 'results-s3-endpoint': 'resultsS3Endpoint',
   'results-s3-region': 'resultsS3Region', 'results-s3-force-path-style': 'resultsS3ForcePathStyle',
   'results-s3-allowed-buckets': 'resultsS3AllowedBuckets', 'max-concurrent-reconciles': 'maxConcurrentReconciles',

@@ -91,7 +91,7 @@ export async function startController(config: Config, options: StartOptions = {}
   const clusterId = config.clusterId ?? (await kubeConfig.makeApiClient(CoreV1Api).readNamespace({ name: 'kube-system' })).metadata?.uid;
   if (!clusterId) throw new Error('cannot determine the cluster id: set --cluster-id');
   const identity = `${hostname()}-${process.pid}`;
-  const owner: Owner = { clusterId, scope: installScope(config.namespace) };
+  const owner: Owner = { clusterId, scope: installScope(config.namespace, config.selector) };
   logger.info({ clusterId, scope: owner.scope, namespace: config.namespace ?? '(all)', runpodApiUrl: config.runpodApiUrl, identity }, 'starting runpod-operator');
 
   const metrics = new OperatorMetrics();
@@ -199,6 +199,7 @@ export async function startController(config: Config, options: StartOptions = {}
     reflector = new Reflector<RunpodRun & KubernetesObject>({
       kubeConfig, log: logger, resyncMs: 5 * 60_000,
       path: resourcePath({ group, version, plural, namespace: config.namespace }),
+      ...(config.selector ? { labelSelector: config.selector } : {}), // a shard's runs; sweeps read every run
       handlers: {
         onAdd: (run) => { runUids.set(run.metadata.uid, keyOf(run)); enqueue(run); },
         onUpdate: (old, run) => { if (needsReconcile(old, run)) enqueue(run); },
@@ -228,9 +229,7 @@ export async function startController(config: Config, options: StartOptions = {}
     await accounts.close();
     await events.flush();
   };
-  const closeEndpoints = async (): Promise<void> => {
-    await Promise.all([metricsEndpoint?.close(), healthEndpoint?.close()]);
-  };
+  const closeEndpoints = async (): Promise<void> => { await Promise.all([metricsEndpoint?.close(), healthEndpoint?.close()]); };
   const endpoints = { metricsUrl: endpointUrl(metricsEndpoint), healthUrl: endpointUrl(healthEndpoint) };
 
   if (!config.leaderElect) {

@@ -100,3 +100,15 @@ void test('bad input is one sentence naming what is wrong: an unknown flag, a mi
     { message: 'invalid configuration: --kubeconfig (RUNPOD_OPERATOR_KUBECONFIG): cannot read /nonexistent/kubeconfig: no such file' });
   assert.throws(() => loadConfig([], { KUBECONFIG: '/nonexistent/kubeconfig' }), { message: /--kubeconfig .*cannot read \/nonexistent\/kubeconfig: no such file/ });
 });
+
+test('--selector takes a label selector as kubectl -l does, and says which requirement is wrong', () => {
+  for (const selector of ['team=a', 'team==a,tier!=cpu', 'example.com/team in (a, b),!canary', 'gpu', 'tier notin (x)', 'team=']) {
+    assert.equal(loadConfig(['--selector', selector], {}).selector, selector, selector);
+  }
+  assert.equal(loadConfig([], { RUNPOD_OPERATOR_SELECTOR: ' team=a ' }).selector, 'team=a');
+  assert.equal(loadConfig([], {}).selector, undefined);
+  assert.throws(() => loadConfig(['--selector', 'team=a,tier in (x'], {}), /--selector \(RUNPOD_OPERATOR_SELECTOR\): must be a label selector: its parentheses do not match/);
+  assert.throws(() => loadConfig(['--selector', 'team=a,=b'], {}), /--selector .*"=b" is not a requirement/);
+  assert.throws(() => loadConfig(['--selector', 'team=a b'], {}), /"team=a b" is not a requirement/);
+  assert.throws(() => loadConfig(['--selector', 'Team_/x=1'], {}), /is not a requirement/);
+});

@@ -5,6 +5,7 @@
 // a namespace-scoped install's pods (nor the reverse), and a pod without a scope marker (made before
 // the marker existed, or by hand) is nobody's to sweep. Pods this install does not own are never
 // judged by its sweeper, whatever their name; the watchdog still bounds them.
+import { createHash } from 'node:crypto';
 import { POD_ENV } from '../pod/protocol.ts';
 
 /** The scope marker of an install that watches every namespace. Not a namespace name (those have no "/"). */
@@ -12,14 +13,22 @@ const clusterWideScope = 'cluster-wide';
 
 export interface Owner {
   clusterId: string;
-  /** `namespace/<ns>` for an install started with --namespace, else `cluster-wide`. */
+  /** `namespace/<ns>` for an install started with --namespace, else `cluster-wide`; `/selector-<hash>` after it with --selector. */
   scope: string;
 }
 
-/** The scope marker of an install started with this --namespace (or none). */
-export function installScope(namespace: string | undefined): string {
-  return namespace ? `namespace/${namespace}` : clusterWideScope;
+/**
+ * The scope marker of an install started with this --namespace (or none) and --selector (or none): two
+ * shards of one namespace (disjoint selectors) own their pods apart, as two namespaces' installs do. The
+ * selector goes in as a hash: its words (spaces, "=", "!", parentheses) are nothing a pod's env should carry.
+ */
+export function installScope(namespace: string | undefined, selector?: string): string {
+  const scope = namespace ? `namespace/${namespace}` : clusterWideScope;
+  return selector ? `${scope}/selector-${selectorHash(selector)}` : scope;
 }
+
+/** The first 12 hex digits of the selector's SHA-256, as the scope marker carries it. */
+export const selectorHash = (selector: string): string => createHash('sha256').update(selector).digest('hex').slice(0, 12);
 
 /**
  * The run a pod of this cluster belongs to (its run marker), for the account's observer: a pod without

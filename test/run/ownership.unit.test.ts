@@ -15,6 +15,16 @@ describe('ownership', () => {
     assert.equal(installScope('team-a'), 'namespace/team-a');
     assert.equal(installScope(undefined), 'cluster-wide');
     assert.notEqual(installScope('cluster-wide'), installScope(undefined), 'a namespace named cluster-wide is still a namespace');
+    assert.match(installScope('team-a', 'shard=1'), /^namespace\/team-a\/selector-[0-9a-f]{12}$/);
+    assert.match(installScope(undefined, 'shard in (1,2)'), /^cluster-wide\/selector-[0-9a-f]{12}$/);
+    assert.notEqual(installScope('team-a', 'shard=1'), installScope('team-a', 'shard=2'));
+  });
+
+  test('shards (--selector) of one namespace own their pods apart, and apart from the unsharded install', () => {
+    const [one, two, all] = ['shard=1', 'shard=2', undefined].map((selector): Owner => ({ clusterId: 'c1', scope: installScope('team-a', selector) }));
+    const podOf = (owner: Owner | undefined) => markers('c1', owner?.scope);
+    assert.deepEqual([one, two, all].map((owner) => [one, two, all].map((other) => owner && ownsPod(owner, podOf(other)))),
+      [[true, false, false], [false, true, false], [false, false, true]]);
   });
 
   const teamA: Owner = { clusterId: 'c1', scope: installScope('team-a') };
