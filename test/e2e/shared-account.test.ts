@@ -2,57 +2,26 @@
 // with --namespace, sharing one Runpod account: neither may judge the other's pods. Each sweeps only
 // the strays of its own scope; a cluster-wide install's pod is foreign to both. Ends with the leak check.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { configSchema } from '../../src/config.ts';
-import { createLogger } from '../../src/log.ts';
-import { startController, type RunningController } from '../../src/main.ts';
 import { POD_ENV } from '../../src/pod/protocol.ts';
-import { createRunpodClient } from '../../src/runpod/index.ts';
-import { assertNoLeaks, simPods } from '../runpod-sim/client.ts';
-import { startSimulator } from '../runpod-sim/server.ts';
-import { createTestNamespace, testCluster } from '../support/cluster.ts';
-import { kubectl } from '../support/kubectl.ts';
-import { runManifest, testApiKey, testTimings, unsuppressed } from '../support/operator.ts';
+import { simPods } from '../runpod-sim/client.ts';
+import { createTestNamespace } from '../support/cluster.ts';
 import { eventually, EVENTUALLY_MS } from '../support/eventually.ts';
+import { kubectl } from '../support/kubectl.ts';
+import { runManifest, testApiKey } from '../support/operator.ts';
+import { sweptBy, withSharedAccount, type Install } from '../support/shared-account.ts';
 
-interface Install { namespace: string; controller: RunningController; logLines: string[] }
+interface TeamInstall extends Install { namespace: string }
 
 test('two namespace-scoped installs on one account never sweep each other\'s pods, and each sweeps its own strays', async () => {
-  const { kubeconfigPath } = await testCluster();
-  // Two installs polling one account fast, for a quick test: a budget that a real account would not grant.
-  const sim = await startSimulator({ apiKeys: [testApiKey], config: { rateLimits: { minute: { quota: 600, seconds: 60 }, hour: { quota: 30_000, seconds: 3600 } } } });
-  const resultsDir = mkdtempSync(join(tmpdir(), 'results-shared-'));
   const namespaces = [await createTestNamespace('team-a'), await createTestNamespace('team-b')];
   // One cluster id for both, as with the default (the UID of kube-system).
-  const clusterId = `test-shared-${namespaces[0]}`;
-  const installs: Install[] = [];
-  const client = createRunpodClient({ apiKey: testApiKey, baseUrl: sim.baseUrl, logger: createLogger('silent') });
-  // Disposed in reverse: the leak check first, then the controllers, the client and the simulator; a failed
-  // assertion and a leak found after it are both reported (unsuppressed).
-  await unsuppressed(async () => {
-    await using cleanup = new AsyncDisposableStack();
-    cleanup.defer(async () => {
-      await sim.stop();
-      rmSync(resultsDir, { recursive: true, force: true });
-    });
-    cleanup.defer(() => client.close());
-    cleanup.defer(async () => { for (const install of installs) await install.controller.stop(); });
-    cleanup.defer(() => assertNoLeaks(sim.adminUrl, 15_000));
+  await withSharedAccount(`test-shared-${namespaces[0]}`, async ({ sim, client, clusterId, start }) => {
+    const installs: TeamInstall[] = [];
     for (const namespace of namespaces) {
       await kubectl(['create', 'secret', 'generic', 'runpod', '-n', namespace, `--from-literal=apiKey=${testApiKey}`]);
-      const config = configSchema.parse({
-        kubeconfig: kubeconfigPath, namespace, clusterId, runpodApiUrl: sim.baseUrl, pollInterval: '1s',
-        leaderElect: 'true', leaseNamespace: namespace, logLevel: 'debug', resultsDir, sweepInterval: '1s', strayGrace: '2s',
-        // Two controllers in one process: no fixed ports.
-        metricsBindAddress: '0', healthProbeBindAddress: '0',
-      });
-      const logLines: string[] = [];
-      const logger = createLogger('debug', { write: (line: string) => { logLines.push(line); } });
-      installs.push({ namespace, logLines, controller: await startController(config, { logger, timings: testTimings, onLostLeadership: () => undefined }) });
+      installs.push({ namespace, ...(await start({ namespace, leaseNamespace: namespace })) });
     }
     for (const { namespace } of installs) {
       const applied = await kubectl(['apply', '-n', namespace, '-f', '-'], JSON.stringify(runManifest('train')));
@@ -86,7 +55,6 @@ test('two namespace-scoped installs on one account never sweep each other\'s pod
     assert.ok(byId(strayB.id)?.deletedAt, 'team-b\'s stray is swept');
     assert.equal(byId(clusterWide.id)?.deletedAt, null, 'a cluster-wide install\'s pod is foreign to a namespace-scoped one');
     assert.equal(byId(unscoped.id)?.deletedAt, null, 'a pod without a scope marker is nobody\'s to sweep');
-    const sweptBy = (install: Install | undefined, id: string) => install?.logLines.some((line) => line.includes(id) && line.includes('stray')) ?? false;
     assert.ok(sweptBy(installs[0], strayA.id) && !sweptBy(installs[1], strayA.id), 'team-a\'s stray is swept by team-a\'s install only');
     assert.ok(sweptBy(installs[1], strayB.id) && !sweptBy(installs[0], strayB.id), 'team-b\'s stray is swept by team-b\'s install only');
     assert.ok(installs.every((install) => install.logLines.some((line) => line.includes('confirmed'))), 'each deletion is confirmed in the log');
@@ -100,7 +68,10 @@ test('two namespace-scoped installs on one account never sweep each other\'s pod
     const letGo = await kubectl(['delete', 'rpr', 'train', '-n', teamA?.namespace ?? '', '--timeout=60s']);
     assert.equal(letGo.status, 0, letGo.stderr);
     await eventually('the pod of a run let go to be swept', () => isGone(runs[0]?.podId ?? ''), 60_000, 250);
-    assert.ok(sweptBy(teamA, runs[0]?.podId ?? '') && !sweptBy(teamB, runs[0]?.podId ?? ''));
+    // The simulator marks the pod deleted before its answer reaches the sweeper, which says so after it.
+    const letGoPod = runs[0]?.podId ?? '';
+    await eventually('team-a to say it swept the pod of the run let go', () => sweptBy(teamA, letGoPod), EVENTUALLY_MS, 250);
+    assert.ok(!sweptBy(teamB, letGoPod), 'team-b never swept team-a\'s pod');
     await eventually('a StrayPodDeleted Event on the run for the confirmed deletion',
       async () => (await kubectl(['get', 'events.events.k8s.io', '-n', teamA?.namespace ?? '', '-o', 'json'])).stdout.includes('StrayPodDeleted'), EVENTUALLY_MS, 250);
     assert.equal(await isGone(runs[1]?.podId ?? ''), false, 'team-b\'s running pod is still untouched');
