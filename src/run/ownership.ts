@@ -28,7 +28,7 @@ export function installScope(namespace: string | undefined, selector?: string): 
 }
 
 /** The first 12 hex digits of the selector's SHA-256, as the scope marker carries it. */
-export const selectorHash = (selector: string): string => createHash('sha256').update(selector).digest('hex').slice(0, 12);
+const selectorHash = (selector: string): string => createHash('sha256').update(selector).digest('hex').slice(0, 12);
 
 /**
  * The run a pod of this cluster belongs to (its run marker), for the account's observer: a pod without
