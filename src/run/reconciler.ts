@@ -76,9 +76,12 @@ export class RunReconciler {
   #evidence = new RunEvidence();
   /** Runs whose job inputs this process has read (so registered their secrets), by UID. */
   #jobInputsRead = new Set<string>();
+  /** This install's prefix of Runpod registry credential names. */
+  readonly #registryPrefix: string;
 
   constructor(options: RunReconcilerOptions) {
     this.#options = options;
+    this.#registryPrefix = registryNamePrefix(options.clusterId, options.scope);
     this.runs = new RunApi(options.kubeConfig);
   }
 
@@ -187,16 +190,13 @@ export class RunReconciler {
     const { keys: sshKeys, foreign: sshSecretConflict } = await this.runs.readSshSecret(run);
     if (sshKeys && !finished) protectSshKeys(sshKeys);
     const status: RunpodRunStatus = structuredClone(run.status ?? {});
-    // The job's inputs matter until the job has started: before renting, and for the start itself.
-    const jobInputs: JobInputsVerdict = spec && !finished && !status.job?.startedAt
-      ? await resolveJobInputs(this.runs, namespace, spec, registryNamePrefix(this.#options.clusterId, this.#options.scope))
-      : { ok: true, inputs: { env: {}, files: [] } };
-    if (spec && !finished && !status.job?.startedAt) this.#jobInputsRead.add(uid);
-    // A job started before this process did: its secrets are read once, only so that its output is redacted.
-    else if (spec && !finished && !this.#jobInputsRead.has(uid)) {
-      await resolveJobInputs(this.runs, namespace, spec, registryNamePrefix(this.#options.clusterId, this.#options.scope));
-      this.#jobInputsRead.add(uid);
-    }
+    // The job's inputs matter until the job has started: before renting, and for the start itself. A job
+    // started before this process did has its secrets read once, only so that its output is redacted.
+    const inputsMatter = spec && !finished && !status.job?.startedAt;
+    const read = spec && !finished && (inputsMatter || !this.#jobInputsRead.has(uid))
+      ? await resolveJobInputs(this.runs, namespace, spec, this.#registryPrefix) : undefined;
+    if (read) this.#jobInputsRead.add(uid);
+    const jobInputs: JobInputsVerdict = inputsMatter && read ? read : { ok: true, inputs: { env: {}, files: [] } };
     const listed = snapshot && (snapshot.byRun.get(uid) ?? []).map(podView);
     // A pod that restarted its container has new port mappings: the list knows them before the status
     // does, so a usable account's first list is waited for (decide waits for it too); while Runpod
