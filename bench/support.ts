@@ -101,6 +101,8 @@ export interface TrackedRun {
   first: Map<string, number>;
   timeline: Transition[];
   last?: RunpodRun;
+  /** Updates that changed the status: one per status write of the controller (a watch delivers every resourceVersion). */
+  statusChanges: number;
 }
 
 /** Watches the namespace's runs (a Reflector of our own, apart from the controller's). */
@@ -158,7 +160,7 @@ export class RunTracker {
   #entry(name: string): TrackedRun {
     let run = this.runs.get(name);
     if (!run) {
-      run = { name, first: new Map(), timeline: [] };
+      run = { name, first: new Map(), timeline: [], statusChanges: 0 };
       this.runs.set(name, run);
     }
     return run;
@@ -174,6 +176,7 @@ export class RunTracker {
     const at = Date.now();
     const run = this.#entry(obj.metadata.name);
     run.uid = obj.metadata.uid;
+    if (obj.status !== undefined && JSON.stringify(obj.status) !== JSON.stringify(run.last?.status)) run.statusChanges += 1;
     run.last = obj;
     this.#mark(run, 'added', at);
     const status = obj.status ?? {};
