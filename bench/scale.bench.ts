@@ -2,7 +2,7 @@
 // each figure measured in that size's own world (API server, simulator in a child process, the
 // controller in this process at its production defaults), and with --running M a world holding M
 // long runs Running at once.
-//   npm run bench -- --runs 200 [--rate-limit relaxed|runpod] [--running 300] [--job-seconds 5]
+//   npm run bench -- --runs 200 [--rate-limit relaxed|runpod] [--running 300] [--job-seconds 5]   (--runs 0: the held part only)
 // --rate-limit relaxed: quotas too large to bind, announced in RateLimit headers (the controller's own
 // pace); runpod: Runpod's 60/min and 3000/h per key. Prints figures; asserts nothing.
 import { readFileSync } from 'node:fs';
@@ -30,7 +30,7 @@ const wholeNumber = (flag: 'runs' | 'running' | 'job-seconds', min: number): num
   if (!Number.isInteger(value) || value < min) throw new Error(`--${flag} must be a whole number of at least ${min}, not ${args[flag]}`);
   return value;
 };
-const runs = wholeNumber('runs', 1);
+const runs = wholeNumber('runs', 0);
 const running = wholeNumber('running', 0);
 const jobSeconds = wholeNumber('job-seconds', 0);
 const pollInterval = String(args['poll-interval']);
@@ -179,14 +179,14 @@ async function held(m: number): Promise<Table> {
   const world = await startBenchWorld(`held-${m}`, { sim: simFor(m), pollInterval, watchdogPeriod: '10s' });
   // Every job ends at its own moment past a ramp that lets all M be Running first: END + (i mod 60) s
   // on the pod's clock (the simulator's pods share this machine's), so "job end -> seen" is exact.
-  const rampS = 120 + Math.ceil(m / 2);
+  const rampS = 120 + m;
   try {
     const runNames = names('held', m);
     const endAt = Math.ceil(Date.now() / 1000) + rampS;
     const endOf = (i: number): number => (endAt + (i % 60)) * 1000;
     const manifests = runNames.map((name, i) => runManifest(name, {
       gpu: { types: [gpu] }, results: { path: 'output' },
-      job: { command: ['sh', '-c', `mkdir -p output; while [ "$(date +%s)" -lt ${endOf(i) / 1000} ]; do sleep 0.2; done; echo done > output/done.txt`] },
+      job: { command: ['sh', '-c', `mkdir -p output; left=$((${endOf(i) / 1000} - $(date +%s))); [ "$left" -gt 0 ] && sleep "$left"; echo done > output/done.txt`] },
       limits: { maxRuntimeSeconds: 3600, readyTimeoutSeconds: 900, bootGraceSeconds: 1800 },
     }));
     const { result, cpuS, machineBusy, lagP99Ms } = await measured(async () => {
@@ -202,9 +202,11 @@ async function held(m: number): Promise<Table> {
       await world.tracker.waitForAll(runNames, ended, 600_000 + m * 2000);
       return { allRunning, sshPerMinute: (sshAfter - sshBefore) / heldMinutes, heldMinutes };
     });
-    const seen = runNames.map((name, i) => {
+    // From the job's end as recorded (status.job.finishedAt): a run that came up after its END ended at once.
+    const seen = runNames.map((name) => {
       const at = ['phase:Retrieving', ...ended].map((label) => world.tracker.at(name, label)).filter((t): t is number => t !== undefined).sort((a, b) => a - b)[0];
-      return at === undefined ? undefined : at - endOf(i);
+      const finishedAt = Date.parse(world.tracker.runs.get(name)?.last?.status?.job?.finishedAt ?? '');
+      return at === undefined || !Number.isFinite(finishedAt) ? undefined : at - finishedAt;
     }).filter((ms): ms is number => ms !== undefined);
     table.set('runs Running at once', `${result.allRunning}/${m} before the first job ended`);
     table.set('job end -> seen p50 / p99 / max', fmtP(seen));
@@ -239,10 +241,10 @@ function print(title: string, columns: [string, Table][]): void {
 }
 
 console.log(`scale: --runs ${runs} --rate-limit ${rateLimit} --running ${running}; poll ${pollInterval}, jobs of ${jobSeconds} s with one result file (${process.version})`);
-const sizes = [...new Set([Math.max(1, Math.ceil(runs / 4)), runs])];
+const sizes = runs === 0 ? [] : [...new Set([Math.ceil(runs / 4), runs])];
 const columns: [string, Table][] = [];
 for (const n of sizes) columns.push([`${n} runs`, await batch(n)]);
-print(`runs applied at once, rate limits ${rateLimit}`, columns);
+if (columns.length > 0) print(`runs applied at once, rate limits ${rateLimit}`, columns);
 if (running > 0) print(`${running} runs held Running`, [[`${running} held`, await held(running)]]);
 // The private API server and etcd are children of this process; the 'exit' handler of the harness stops them.
 process.exit();
