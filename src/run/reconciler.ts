@@ -2,13 +2,12 @@
 // evidence of deletions) → decide (pure) → write the decided status first → act (one step) → write
 // what the step learned. Safe to run any number of times, after any crash.
 import { isDeepStrictEqual } from 'node:util';
-import type { KubeConfig } from '@kubernetes/client-node';
 import { finalizer, parseSpec, skipCleanupAnnotation, type RunpodRun } from '../api/runpodrun.ts';
 import type { RunpodRunStatus } from '../api/status.ts';
-import { registerSecret, releaseSecrets, type Logger } from '../log.ts';
+import { registerSecret, releaseSecrets } from '../log.ts';
 import { withSecretOwner } from '../redaction.ts';
 import { isRunpodError } from '../runpod/index.ts';
-import { s3SettingsFor, s3Uri, type AllowedBucket, type S3Defaults } from '../results/s3-store.ts';
+import { s3SettingsFor, s3Uri } from '../results/s3-store.ts';
 import { discardStagingOf, resultLocation } from '../results/store.ts';
 import { conditionIs, isTerminal } from './decide/conditions.ts';
 import { resolveJobInputs, type JobInputsVerdict } from './observe/job-inputs.ts';
@@ -17,58 +16,28 @@ import { sshJobHost } from './ports/job-host.ts';
 import { runDirOf, stateDirOf } from '../pod/index.ts';
 import { splitKey } from '../kube/keys.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
-import type { Accounts } from './memory/accounts.ts';
-import { act, podView, protectSshKeys, type ActContext, type ReconcilerMetrics } from './act/act.ts';
-import { activeDeadlineMs, decide, learn, placement, transitionEvent } from './decide/decide.ts';
+import { act, podView, protectSshKeys, type ActContext } from './act/act.ts';
+import { activeDeadlineMs, decide, learn, pendingDeletions, placement, transitionEvent } from './decide/decide.ts';
 import { stillCurrent } from './observe/fresh-view.ts';
 import { connectIfReady, type PodConnection } from './observe/pod-connection.ts';
 import { storedResultsOf } from './observe/stored-results.ts';
 import { listForbidden } from './observe/runpod-key.ts';
-import type { DecideSettings, Observation, RunEvent } from './decide/model.ts';
+import type { Action, Observation } from './decide/model.ts';
 import type { Outcome } from './decide/outcome.ts';
 import { runpodPodBackend } from './ports/pod-backend.ts';
 import { buildCreatePodRequest } from './act/pod-request.ts';
 import { rememberRetrieval, settledRetrieval } from './act/retrieve.ts';
 import type { RetrievalPool } from './act/context.ts';
 import { RunApi } from './ports/run-api.ts';
-import type { PodConnections } from './ports/pod-connections.ts';
 import { RunEvidence } from './memory/evidence.ts';
 import { spendPriceKey } from './memory/spend-room.ts';
 
-export interface EventSink { record(run: RunpodRun, event: RunEvent): void }
+import type { ReconcileCall, RunReconcilerOptions } from './reconciler-options.ts';
 
-export interface RunReconcilerOptions {
-  kubeConfig: KubeConfig;
-  accounts: Accounts;
-  clusterId: string;
-  /** The install's scope marker (ownership.ts). */
-  scope: string;
-  runpodApiUrl: string;
-  resultsDir: string;
-  /** The controller's default bucket (--results-store s3://…); absent: results go to resultsDir unless a run names spec.results.s3. */
-  s3Defaults?: S3Defaults | undefined;
-  /** Where a run naming no S3 credentials may have the controller's own identity write (--results-s3-allowed-buckets); default none. */
-  s3AllowedBuckets?: readonly AllowedBucket[] | undefined;
-  watchdogPeriodMs: number;
-  settings: DecideSettings;
-  events: EventSink;
-  logger: Logger;
-  /** The wall clock of observations and of what act records (tests pin it); default new Date(). */
-  now?: () => Date;
-  metrics?: ReconcilerMetrics;
-}
+export type { EventSink, ReconcileCall, RunReconcilerOptions } from './reconciler-options.ts';
 
-/** What the controller runtime hands each reconcile (all optional: tests and benches call reconcile(key)). */
-export interface ReconcileCall {
-  /** Aborted when this replica must stop acting: no further Runpod call, SSH step or status write. */
-  signal?: AbortSignal;
-  progress?: () => void;
-  log?: Logger;
-  /** Where retrievals run off the workers (the controller's pool); without it they run inside the reconcile. */
-  transfers?: RetrievalPool;
-  /** Where a ready pod's SSH connection is kept between reconciles (the controller's); without it each reconcile connects. */
-  connections?: PodConnections;
-}
+/** What a run does once before its first create, none of it a Runpod write: see reconcile(). */
+const setUpSteps: ReadonlySet<Action['type']> = new Set(['addFinalizer', 'ensureSshKeys', 'readCatalog']);
 
 export class RunReconciler {
   readonly runs: RunApi;
@@ -87,13 +56,19 @@ export class RunReconciler {
 
   async reconcile(key: string, call: ReconcileCall = {}): Promise<ReconcileResult> {
     const [namespace, name] = splitKey(key);
-    const run = await this.runs.get(namespace, name);
-    if (!run) return {};
-    // What this reconcile registers for redaction is the run's: released when the run ends.
-    return withSecretOwner(run.metadata.uid, () => this.#reconcile(run, call));
+    // A new run's set-up steps go on in this worker up to its create (each from a fresh read, as a
+    // requeue would), instead of each waiting its turn behind every other run: with many runs applied
+    // at once, the first creates are sent at once rather than after every run's finalizer and keys.
+    for (let pass = 0; ; pass++) {
+      const run = await this.runs.get(namespace, name);
+      if (!run) return {};
+      // What this reconcile registers for redaction is the run's: released when the run ends.
+      const { result, action } = await withSecretOwner(run.metadata.uid, () => this.#reconcile(run, call));
+      if (call.oneStep || !setUpSteps.has(action) || result.requeueAfterMs !== 0 || pass >= setUpSteps.size) return result;
+    }
   }
 
-  async #reconcile(run: RunpodRun, call: ReconcileCall): Promise<ReconcileResult> {
+  async #reconcile(run: RunpodRun, call: ReconcileCall): Promise<{ result: ReconcileResult; action: Action['type'] }> {
     const { signal } = call;
     signal?.throwIfAborted();
     const { obs, context, pod } = await this.#observe(run, call);
@@ -113,7 +88,7 @@ export class RunReconciler {
     }
   }
 
-  async #decideAndAct(run: RunpodRun, obs: Observation, context: Omit<ActContext, 'run'>, call: ReconcileCall): Promise<ReconcileResult> {
+  async #decideAndAct(run: RunpodRun, obs: Observation, context: Omit<ActContext, 'run'>, call: ReconcileCall): Promise<{ result: ReconcileResult; action: Action['type'] }> {
     const { signal } = call;
     const decision = decide(obs);
     let current = run;
@@ -136,7 +111,7 @@ export class RunReconciler {
     signal?.throwIfAborted();
     if (decision.action.type === 'createPod' && !(await stillCurrent(this.runs, run, current))) {
       (call.log ?? this.#options.logger).info({ run: run.metadata.name, namespace: run.metadata.namespace, attempt }, 'the run changed since this reconcile read it; deciding again before any create');
-      return { requeueAfterMs: 0 };
+      return { result: { requeueAfterMs: 0 }, action: decision.action.type };
     }
     let outcome: Outcome | undefined;
     try {
@@ -147,7 +122,7 @@ export class RunReconciler {
       if (!isRunpodError(error, 'rate-limited') || signal?.aborted) throw error;
       const afterMs = Math.max(1000, error.retryAfterMs ?? this.#options.settings.timings.workerRateLimitWaitMs);
       (call.log ?? this.#options.logger).info({ run: run.metadata.name, namespace: run.metadata.namespace, action: decision.action.type, afterMs }, 'the account\'s Runpod budget is spent for now; the step is taken again when it frees');
-      return { requeueAfterMs: afterMs };
+      return { result: { requeueAfterMs: afterMs }, action: decision.action.type };
     }
     // A replica told to stop writes nothing more: the intent is in the status, the next leader observes again.
     signal?.throwIfAborted();
@@ -163,7 +138,7 @@ export class RunReconciler {
     // What a cut-short retrieval staged waits to be resumed only while the run may still retrieve.
     const settled = decision.action.type === 'removeFinalizer' || (!isTerminal(run.status?.phase) && isTerminal(current.status?.phase));
     if (settled && !context.s3) await discardStagingOf(context.resultLocation);
-    return this.#requeue(decision.requeue);
+    return { result: this.#requeue(decision.requeue), action: decision.action.type };
   }
 
   async #observe(run: RunpodRun, call: ReconcileCall): Promise<{ obs: Observation; context: Omit<ActContext, 'run'>; pod: PodConnection | undefined }> {
@@ -186,7 +161,7 @@ export class RunReconciler {
     const apiKey = secretKey ?? (run.metadata.deletionTimestamp ? this.#options.accounts.runKey(uid) : undefined);
     const account = apiKey ? this.#options.accounts.get(apiKey) : undefined;
     const snapshot = account?.observer.snapshot;
-    if (snapshot) this.#evidence.forgetContradictedLooks((snapshot.byRun.get(uid) ?? []).map((pod) => pod.id), snapshot.listedAt);
+    if (snapshot) this.#evidence.noteList(new Set((snapshot.byRun.get(uid) ?? []).map((pod) => pod.id)), snapshot.listedAt, pendingDeletions(run.status ?? {}), this.#options.settings.timings.lookSpacingMs / 2);
     const { keys: sshKeys, foreign: sshSecretConflict } = await this.runs.readSshSecret(run);
     if (sshKeys && !finished) protectSshKeys(sshKeys);
     const status: RunpodRunStatus = structuredClone(run.status ?? {});

@@ -66,7 +66,7 @@ test('a reconcile whose view of the run is older than the write that recorded it
   try {
     const first = reconciler();
     // The steps before the first create: the finalizer, the run's SSH keys.
-    for (let step = 0; step < 10 && !((await get()).metadata.finalizers?.includes(finalizer) && await sshSecret()); step++) await first.reconcile(key);
+    for (let step = 0; step < 10 && !((await get()).metadata.finalizers?.includes(finalizer) && await sshSecret()); step++) await first.reconcile(key, { oneStep: true });
     assert.equal(countRequests(await simStats(sim.adminUrl), 'POST', '/v2/pods'), 0, 'no create yet');
 
     // The first reconciler's reads: one GET per reconcile, the create included (its attempt write confirmed the view).
@@ -86,16 +86,16 @@ test('a reconcile whose view of the run is older than the write that recorded it
     // creates the pod and records it: the late reconcile's view is now older than that write.
     late.runs.readSshSecret = async (run) => {
       viewed = run;
-      for (let step = 0; step < 5 && !(await get()).status?.pod?.id; step++, reconciles++) await first.reconcile(key);
+      for (let step = 0; step < 5 && !(await get()).status?.pod?.id; step++, reconciles++) await first.reconcile(key, { oneStep: true });
       return readSshSecret(run);
     };
-    await assert.rejects(late.reconcile(key), ConflictError, 'the late reconcile may not act on its view');
+    await assert.rejects(late.reconcile(key, { oneStep: true }), ConflictError, 'the late reconcile may not act on its view');
     const recorded = await get();
     assert.ok(recorded.status?.pod?.id, `the first reconcile recorded its pod: ${JSON.stringify(recorded.status)}`);
     assert.ok(viewed && !viewed.status?.attempts, 'the late reconcile had decided on a view without the attempt');
     assert.equal(reads, reconciles, 'no GET added before the create: the attempt\'s conditional write confirmed the view');
     late.runs.readSshSecret = readSshSecret;
-    await late.reconcile(key);
+    await late.reconcile(key, { oneStep: true });
 
     const stats = await simStats(sim.adminUrl);
     assert.equal(countRequests(stats, 'POST', '/v2/pods'), 1, 'one create in all');

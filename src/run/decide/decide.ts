@@ -26,6 +26,7 @@ export type { CreateOutcome, Outcome, ProbeOutcome, RetrievalOutcome } from './o
 export { nextCandidate, podName } from './provisioning.ts';
 export { placement } from './network-volume.ts';
 export { activeDeadlineMs } from './retry.ts';
+export { pendingDeletions } from './deletion.ts';
 
 export function decide(obs: Observation): Decision {
   const status = structuredClone(obs.status);

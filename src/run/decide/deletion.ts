@@ -1,5 +1,5 @@
 // Deleting pods: the run's own deletion (finalizer), what may bill after the end, strays, and the
-// confirmation that a deleted pod is gone (spaced 404s and a newer list), never absence alone.
+// confirmation that a deleted pod is gone (spaced looks after the delete: 404s or lists without it).
 import type { Deletion, Observation } from './model.ts';
 import type { Reason, RunpodRunStatus } from '../../api/status.ts';
 import { skipCleanupAnnotation } from '../../api/runpodrun.ts';
@@ -115,14 +115,13 @@ export function markStrays(ctx: Context): void {
 }
 
 /**
- * Drives every pending deletion one step: send the delete, then confirm with spaced GETs that answer
- * 404 and a pod list, newer than the delete, that no longer shows the pod. Undefined when none is pending.
+ * Drives every pending deletion one step: send the delete, then confirm with spaced looks after it
+ * (GETs or the delete answering 404, pod lists begun after it that do not show the pod), the last a
+ * list newer than the delete that no longer shows the pod. Undefined when none is pending.
  */
 export function continueDeletions(ctx: Context): Step | undefined {
   const { obs, status } = ctx;
-  const pending = [...(status.strayPods ?? [])];
-  if (status.pod?.id && status.pod.state === 'Deleting') pending.push(status.pod.id);
-  for (const podId of pending) {
+  for (const podId of pendingDeletions(status)) {
     const next = deletionStep(obs, podId);
     if (next) return next;
     // Confirmed gone.
@@ -136,6 +135,11 @@ export function continueDeletions(ctx: Context): Step | undefined {
   return undefined;
 }
 
+/** The pods of a run whose deletion is under way: its strays, and its current pod once Deleting. */
+export function pendingDeletions(status: RunpodRunStatus): string[] {
+  return [...(status.strayPods ?? []), ...(status.pod?.id && status.pod.state === 'Deleting' ? [status.pod.id] : [])];
+}
+
 function deletionStep(obs: Observation, podId: string): Step | undefined {
   const deletion: Deletion = obs.deletions[podId] ?? { notFoundLooks: 0 };
   const listedAt = obs.pods?.listedAt;
@@ -144,7 +148,12 @@ function deletionStep(obs: Observation, podId: string): Step | undefined {
   const notTaken = deletion.sentAt && deletion.foundAt && deletion.foundAt.getTime() - deletion.sentAt.getTime() > obs.settings.timings.resendUnconfirmedDeleteMs;
   if (!deletion.sentAt || notTaken) return step({ type: 'deletePod', podId }, obs.settings.timings.lookSpacingMs);
   const listIsNewer = listedAt !== undefined && listedAt > deletion.sentAt;
-  if (deletion.notFoundLooks < obs.settings.goneLooks) return step({ type: 'lookForGonePod', podId }, obs.settings.timings.lookSpacingMs);
+  if (deletion.notFoundLooks + (deletion.listLooks ?? 0) < obs.settings.goneLooks) {
+    // The lists polled for every run are the looks, at no call of this pod's own. A pod still listed
+    // after its delete is looked at: a GET tells a list lagging behind the delete from a delete that did not take.
+    if (!listIsNewer || !listed) return wait(obs.settings.pollIntervalMs);
+    return step({ type: 'lookForGonePod', podId }, obs.settings.timings.lookSpacingMs);
+  }
   if (!listIsNewer) return wait(obs.settings.pollIntervalMs);
   if (listed) {
     // Every GET says gone but a newer list still shows the pod: Runpod's list lags behind deletes. The

@@ -100,18 +100,19 @@ export type RetrievalOutcome =
   | { kind: 'tooLarge'; message: string };
 
 /**
- * sentAt: when this process sent the pod's delete; notFoundLooks: GETs in a row that answered 404
- * (since the delete, or since a list last showed the pod); lookedAt: when the last GET was sent;
- * foundAt: when a GET last found the pod alive (decide resends a delete that did not take by it).
+ * sentAt: when this process sent the pod's delete; notFoundLooks: GETs (or the delete) in a row that
+ * answered 404 (since the delete, or since a list last showed the pod); lookedAt: when the last GET was
+ * sent; foundAt: when a GET last found the pod alive (decide resends a delete that did not take by it);
+ * listLooks: complete lists begun after the delete that did not show the pod, the last begun at listLookAt.
  */
-export interface Deletion { sentAt?: Date; notFoundLooks: number; lookedAt?: Date; foundAt?: Date }
+export interface Deletion { sentAt?: Date; notFoundLooks: number; lookedAt?: Date; foundAt?: Date; listLooks?: number; listLookAt?: Date }
 
 export interface DecideSettings {
   /** How long after an ambiguous create a pod list must be before absence counts. */
   ambiguousLookupMs: number;
   /** The controller's own guard: a pod still alive this long past its deadline is deleted by us. */
   deadlineMarginMs: number;
-  /** GETs answering 404 needed before a pod is taken as gone. */
+  /** Looks needed before a pod is taken as gone: GETs answering 404, or lists begun after its delete without it. */
   goneLooks: number;
   pollIntervalMs: number;
   /** Every other wait and bound (timings.ts): the defaults in production, compressed in a test's world. */

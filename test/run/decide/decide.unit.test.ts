@@ -217,10 +217,13 @@ describe('decide: provisioning', () => {
     assert.equal(status.pod?.state, 'Deleting');
     assert.equal(status.attempts?.[0]?.outcome, 'NotReady');
     assert.deepEqual(decide(observe(late, status)).action, { type: 'deletePod', podId: 'p1' });
-    // Deleted, three 404s, and a newer list without it: only then the next create.
-    const deletions = { p1: { sentAt: at(62), notFoundLooks: 2 } };
-    assert.deepEqual(decide(observe({ now: at(70), pods: { listedAt: at(70), items: [] }, deletions }, status)).action, { type: 'lookForGonePod', podId: 'p1' });
-    const confirmed = decide(observe({ now: at(72), pods: { listedAt: at(72), items: [] }, deletions: { p1: { sentAt: at(62), notFoundLooks: 3 } } }, status));
+    // Deleted, three looks (404s, or lists begun after the delete without it), and a newer list without
+    // it: only then the next create. Short of the looks, the lists polled anyway are waited for, not a GET.
+    const deletions = { p1: { sentAt: at(62), notFoundLooks: 1, listLooks: 1, listLookAt: at(66) } };
+    const waiting = decide(observe({ now: at(70), pods: { listedAt: at(66), items: [] }, deletions }, status));
+    assert.deepEqual(waiting.action, { type: 'none' });
+    assert.equal(waiting.status.pod?.state, 'Deleting');
+    const confirmed = decide(observe({ now: at(72), pods: { listedAt: at(72), items: [] }, deletions: { p1: { ...deletions.p1, listLooks: 2, listLookAt: at(72) } } }, status));
     assert.equal(confirmed.status.pod?.state, 'Deleted');
     assert.deepEqual(confirmed.action, { type: 'createPod', attemptName: 'r-2', gpuType: 'B', attemptNumber: 2 });
   });

@@ -47,16 +47,50 @@ describe('a pod judged gone on its own', () => {
     evidence.recordDeletion('p1', { notFoundLooks: 2, lookedAt: at(110) });
     evidence.recordDeletion('p2', { notFoundLooks: 2, lookedAt: at(110) });
     // A list that started before the last look proves nothing about it.
-    evidence.forgetContradictedLooks(['p1'], at(109));
+    evidence.noteList(new Set(['p1']), at(109), [], 5000);
     assert.equal(evidence.deletions().p1?.notFoundLooks, 2);
-    evidence.forgetContradictedLooks(['p1'], at(111));
+    evidence.noteList(new Set(['p1']), at(111), [], 5000);
     assert.equal(evidence.deletions().p1, undefined, 'listed after its last 404: the evidence restarts');
     assert.equal(evidence.deletions().p2?.notFoundLooks, 2, 'a pod the list does not show keeps its looks');
     // A pod we deleted stays listed for a while (the list lags behind deletes): its evidence stays.
     const deleted = new RunEvidence();
     deleted.recordDeletion('p3', { sentAt: at(100), notFoundLooks: 3, lookedAt: at(110) });
-    deleted.forgetContradictedLooks(['p3'], at(111));
+    deleted.noteList(new Set(['p3']), at(111), ['p3'], 5000);
     assert.equal(deleted.deletions().p3?.notFoundLooks, 3);
+  });
+
+  test('a list begun after a delete that does not show the pod is a look, spaced; one that shows it again starts them over', () => {
+    const evidence = new RunEvidence();
+    evidence.recordDeletion('p1', { sentAt: at(100), notFoundLooks: 0 });
+    evidence.recordDeletion('p2', { sentAt: at(100), notFoundLooks: 0 });
+    const looks = (podId: string) => evidence.deletions()[podId]?.listLooks ?? 0;
+    evidence.noteList(new Set(), at(99), ['p1'], 5000);
+    assert.equal(looks('p1'), 0, 'a list begun before the delete proves nothing');
+    evidence.noteList(new Set(), at(101), ['p1'], 5000);
+    evidence.noteList(new Set(), at(103), ['p1'], 5000);
+    assert.equal(looks('p1'), 1, 'lists closer than the spacing are one look');
+    evidence.noteList(new Set(), at(106), ['p1'], 5000);
+    assert.equal(looks('p1'), 2);
+    assert.equal(looks('p2'), 0, 'only the pods whose deletion is pending are counted');
+    evidence.noteList(new Set(['p1']), at(112), ['p1'], 5000);
+    assert.equal(looks('p1'), 0, 'listed again: the list looks start over');
+    assert.equal(evidence.deletions().p1?.sentAt?.getTime(), at(100).getTime(), 'the delete stays sent');
+    evidence.recordDeletion('p3', { notFoundLooks: 0 });
+    evidence.noteList(new Set(), at(120), ['p3'], 5000);
+    assert.equal(looks('p3'), 0, 'no delete sent by this process: absence is not a look');
+  });
+
+  test('a deleted pod is confirmed by lists without it, with no GET; one still listed is looked at', () => {
+    const status = readyStatus();
+    status.pod = { ...status.pod!, state: 'Deleting' };
+    status.phase = 'Failed';
+    status.reason = 'Cancelled';
+    const at130 = (deletion: Deletion, items = [] as ReturnType<typeof pod>[]) =>
+      decide(observe({ now: at(130), pods: { listedAt: at(129), items }, deletions: { p1: deletion } }, status));
+    assert.deepEqual(at130({ sentAt: at(100), notFoundLooks: 0, listLooks: 2, listLookAt: at(120) }).action, { type: 'none' }, 'waits for the next list');
+    assert.equal(at130({ sentAt: at(100), notFoundLooks: 0, listLooks: 3, listLookAt: at(129) }).status.pod?.state, 'Deleted');
+    assert.deepEqual(at130({ sentAt: at(100), notFoundLooks: 0 }, [pod()]).action, { type: 'lookForGonePod', podId: 'p1' },
+      'listed after its delete: a GET tells a lagging list from a delete that did not take');
   });
 
   test('a pod judged gone that a later list shows again is deleted, never abandoned', () => {
