@@ -31,7 +31,6 @@ import type { RetrievalPool } from './act/context.ts';
 import { RunApi } from './ports/run-api.ts';
 import { RunEvidence } from './memory/evidence.ts';
 import { spendPriceKey } from './memory/spend-room.ts';
-
 import type { ReconcileCall, RunReconcilerOptions } from './reconciler-options.ts';
 
 export type { EventSink, ReconcileCall, RunReconcilerOptions } from './reconciler-options.ts';
