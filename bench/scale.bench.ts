@@ -103,6 +103,12 @@ function machineCpu(): { busy: number; total: number } {
 
 type Table = Map<string, string>;
 
+/** Every run of the world deleted, and gone off the watch (their finalizers confirmed their pods gone). */
+async function deleteAll(world: BenchWorld, runNames: string[], timeoutMs: number): Promise<void> {
+  await world.kubectl(['delete', 'rpr', '--all', '--wait=false']);
+  await world.tracker.waitForAll(runNames, ['deleted'], timeoutMs);
+}
+
 // --- N runs applied at once, each a short job with one result file ----------------------------
 async function batch(n: number): Promise<Table> {
   const table: Table = new Map();
@@ -165,8 +171,7 @@ async function batch(n: number): Promise<Table> {
     // (the bench's own watch keeps a copy of each run too: about half of it).
     table.set('per 1000 finished runs held: RSS / live heap', `${fmtMiB(((held.rss - idle.rss) * 1000) / n)} / ${fmtMiB(((held.heap - idle.heap) * 1000) / n)}`);
     table.set('event-loop lag p99', `${fmtN(lagP99Ms, 0)} ms`);
-    await world.kubectl(['delete', 'rpr', '--all', '--wait=false']);
-    await world.tracker.waitForAll(runNames, ['deleted'], 120_000);
+    await deleteAll(world, runNames, 120_000);
   } finally {
     table.set('leak check', await world.stop());
   }
@@ -215,8 +220,7 @@ async function held(m: number): Promise<Table> {
     table.set('controller CPU per run', `${fmtN((cpuS * 1000) / m, 0)} ms`);
     table.set('machine CPU over the hold', machineBusy);
     table.set('event-loop lag p99', `${fmtN(lagP99Ms, 0)} ms`);
-    await world.kubectl(['delete', 'rpr', '--all', '--wait=false']);
-    await world.tracker.waitForAll(runNames, ['deleted'], 300_000);
+    await deleteAll(world, runNames, 300_000);
   } finally {
     table.set('leak check', await world.stop());
   }
