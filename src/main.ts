@@ -20,7 +20,7 @@ import { healthRoutes, type HealthSources } from './health/probes.ts';
 import { endpointUrl, startEndpoint } from './http/endpoint.ts';
 import { createLogger, type Logger } from './log.ts';
 import { OperatorMetrics } from './metrics/metrics.ts';
-import type { S3Defaults } from './results/s3-store.ts';
+import type { S3Defaults } from './results/s3-settings.ts';
 import { removeAbandonedStaging } from './results/store.ts';
 import { isTerminal } from './run/decide/conditions.ts';
 import { Accounts } from './run/memory/accounts.ts';

@@ -19,5 +19,11 @@ test('the Dockerfile: Node 24 stages, non-root, and what it copies and runs exis
   }
   const entrypoint = JSON.parse(lines.find((line) => line.startsWith('ENTRYPOINT '))!.slice('ENTRYPOINT '.length)) as string[];
   assert.equal(entrypoint[0], 'node');
-  assert.ok(existsSync(join(root, entrypoint[1]!)), 'the entry point exists');
+  const script = entrypoint.slice(1).find((arg) => !arg.startsWith('-'));
+  assert.ok(script && existsSync(join(root, script)), 'the entry point exists');
+  // The compile cache the image fills at build is the one node reads at start.
+  const cache = /NODE_COMPILE_CACHE=(\S+)/.exec(lines.find((line) => line.startsWith('ENV ') && line.includes('NODE_COMPILE_CACHE=')) ?? '')?.[1];
+  assert.ok(cache, 'NODE_COMPILE_CACHE is set');
+  assert.ok(lines.some((line) => line.startsWith('RUN node ') && line.includes(`/app/${script}`)), `the build imports ${script} to fill ${cache}`);
+  assert.ok(lines.indexOf(lines.find((line) => line.startsWith('COPY src'))!) < lines.findIndex((line) => line.startsWith('RUN node ')), 'after the sources are copied');
 });

@@ -2,7 +2,6 @@
 // nonsense), and how they read in a status message: the store's error code and the HTTP status, never
 // its message or any other part of its answer's body (the endpoint is any URL a run's author names: an
 // internal service's page must not reach a status), never a request (which would carry a signature).
-import { S3ServiceException } from '@aws-sdk/client-s3';
 
 const networkCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH']);
 
@@ -22,9 +21,12 @@ export class S3CallTimeoutError extends Error {
   }
 }
 
-/** An error the SDK raised talking to the store: a service error (it carries $metadata), a network one, or ours. */
+/**
+ * An error the SDK raised talking to the store: a service error (it carries $metadata), a network one, or
+ * ours. Told by its shape, not by the SDK's classes: this module loads without the SDK (s3-settings.ts).
+ */
 export function isS3Failure(error: unknown): boolean {
-  if (error instanceof S3ServiceException || error instanceof S3AnswerError || error instanceof S3CallTimeoutError) return true;
+  if (error instanceof S3AnswerError || error instanceof S3CallTimeoutError) return true;
   if (typeof error !== 'object' || error === null) return false;
   if ('$metadata' in error || '$response' in error || (error as { name?: unknown }).name === 'TimeoutError') return true;
   const code = (error as { code?: unknown }).code;

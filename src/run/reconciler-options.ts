@@ -2,7 +2,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { RunpodRun } from '../api/runpodrun.ts';
 import type { Logger } from '../log.ts';
-import type { AllowedBucket, S3Defaults } from '../results/s3-store.ts';
+import type { AllowedBucket, S3Defaults } from '../results/s3-settings.ts';
 import type { ReconcilerMetrics } from './act/act.ts';
 import type { RetrievalPool } from './act/context.ts';
 import type { DecideSettings, RunEvent } from './decide/model.ts';

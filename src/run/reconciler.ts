@@ -7,7 +7,7 @@ import type { RunpodRunStatus } from '../api/status.ts';
 import { registerSecret, releaseSecrets } from '../log.ts';
 import { withSecretOwner } from '../redaction.ts';
 import { isRunpodError } from '../runpod/index.ts';
-import { s3SettingsFor, s3Uri } from '../results/s3-store.ts';
+import { s3SettingsFor, s3Uri } from '../results/s3-settings.ts';
 import { discardStagingOf, resultLocation } from '../results/store.ts';
 import { conditionIs, isTerminal } from './decide/conditions.ts';
 import { resolveJobInputs, type JobInputsVerdict } from './observe/job-inputs.ts';

@@ -4,7 +4,7 @@
 // bucket at one endpoint. Anything else is refused by name of the field, before anything is rented.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { s3SettingsFor, type AllowedBucket, type RunS3Spec } from '../../src/results/s3-store.ts';
+import { s3SettingsFor, type AllowedBucket, type RunS3Spec } from '../../src/results/s3-settings.ts';
 
 const run = { namespace: 'ns', name: 'r', uid: 'u1' };
 const allowed: AllowedBucket[] = [{ bucket: 'ml-results' }, { bucket: 'team-b', endpoint: 'http://minio.storage.svc:9000' }];

@@ -3,7 +3,7 @@
 import type { RunpodRun } from '../../api/runpodrun.ts';
 import type { RunpodRunSpec } from '../../api/spec.ts';
 import type { CreatePodRequest } from '../../runpod/index.ts';
-import type { S3StoreSettings } from '../../results/s3-store.ts';
+import type { S3StoreSettings } from '../../results/s3-settings.ts';
 import type { SshConnection } from '../../ssh/index.ts';
 import type { Observation } from '../decide/model.ts';
 import type { RetrievalOutcome } from '../decide/outcome.ts';

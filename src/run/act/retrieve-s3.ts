@@ -7,7 +7,7 @@ import { posix } from 'node:path';
 import type { RunpodRunSpec } from '../../api/spec.ts';
 import { markRetrievedCommand, parseAck, RETRIEVED_TAG } from '../../pod/index.ts';
 import { FileRefusedError, streamFileToS3 } from '../../results/s3-stream.ts';
-import { s3Uri } from '../../results/s3-store.ts';
+import { s3Uri } from '../../results/s3-settings.ts';
 import { alreadyStored, verifyObjects, writeSums } from '../../results/s3-verify.ts';
 import { resultKey, type S3Target } from '../../results/s3-target.ts';
 import { execChecked, listRemoteFiles, SftpSession, type ManifestFile, type SshConnection } from '../../ssh/index.ts';

@@ -11,8 +11,6 @@ import type { ActContext } from './context.ts';
 import type { Settled } from './transfers.ts';
 import { connectToPod } from '../ports/job-host.ts';
 import { retrieveResults } from '../ports/job-steps.ts';
-import { retrieveResultsToS3 } from './retrieve-s3.ts';
-import { uploadFromPod } from '../../results/s3-direct.ts';
 import { isS3Failure, s3FailureText } from '../../results/s3-errors.ts';
 import { withSecretOwner } from '../../redaction.ts';
 import { openS3Target } from '../ports/s3-access.ts';
@@ -94,6 +92,8 @@ async function transfer(ctx: ActContext, ssh: SshConnection, signal: AbortSignal
     // The pod sends its files itself (presigned PUTs, valid for the retrieve grace); a pod that cannot
     // reach the store's endpoint has them streamed through the controller instead.
     const { spec } = ctx;
+    // With the store's client (s3-access.ts): the SDK's commands load with the first run that uses a bucket.
+    const [{ retrieveResultsToS3 }, { uploadFromPod }] = await Promise.all([import('./retrieve-s3.ts'), import('../../results/s3-direct.ts')]);
     const remoteDir = posix.join(dirs.runDir, spec.results.path);
     const direct = (files: ManifestFile[]) => uploadFromPod(ssh, remoteDir, files, target, { expiresInSeconds: spec.limits.retrieveGraceSeconds, ...(signal ? { signal } : {}) });
     return await retrieveResultsToS3(ssh, dirs, spec, target, { ...options, direct });

@@ -3,8 +3,7 @@
 // status records none. decide adopts them (obs.storedResults) rather than retrieving again.
 import type { RunpodRun } from '../../api/runpodrun.ts';
 import type { Logger } from '../../log.ts';
-import type { S3StoreSettings } from '../../results/s3-store.ts';
-import { committedObjects } from '../../results/s3-verify.ts';
+import type { S3StoreSettings } from '../../results/s3-settings.ts';
 import { committedResults } from '../../results/store.ts';
 import type { StoredResults } from '../decide/model.ts';
 import { openS3Target } from '../ports/s3-access.ts';
@@ -18,6 +17,8 @@ export async function storedResultsOf(runs: RunApi, run: RunpodRun, s3: S3StoreS
   const opened = await openS3Target(runs, run.metadata.namespace, s3);
   if (!opened.ok) return undefined;
   try {
+    // Loaded with the store's client (s3-access.ts), not with the controller.
+    const { committedObjects } = await import('../../results/s3-verify.ts');
     const found = await committedObjects(opened.target);
     return found && { files: found.files, bytes: found.bytes, location, verifiedAt: found.committedAt, path: found.path };
   } catch (error) {

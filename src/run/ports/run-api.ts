@@ -6,7 +6,7 @@ import { isAlreadyExists, isNotFound } from '../../kube/errors.ts';
 import { addFinalizer, removeFinalizer } from '../../kube/finalizers.ts';
 import { changeOf, StatusWriter } from '../../kube/status.ts';
 import { registerSecret } from '../../log.ts';
-import type { S3Credentials } from '../../results/s3-store.ts';
+import type { S3Credentials } from '../../results/s3-settings.ts';
 import { redactStatus } from './status-redaction.ts';
 import { sshSecretKeys, sshSecretName } from '../../api/ssh-secret.ts';
 import { printableRuns, readRunpodKey } from '../observe/runpod-key.ts';

@@ -1,7 +1,7 @@
 // A run's way into its bucket for one try: its credentials Secret read (or the SDK's default chain),
 // a client made; a missing Secret or key is a message the run waits on, never a throw. Without a Secret,
-// a bucket no admin allowed gets no client at all (s3-store.ts).
-import { s3TargetFor, type S3Credentials, type S3StoreSettings } from '../../results/s3-store.ts';
+// a bucket no admin allowed gets no client at all (s3-settings.ts).
+import type { S3Credentials, S3StoreSettings } from '../../results/s3-settings.ts';
 import type { S3Target } from '../../results/s3-target.ts';
 import type { RunApi } from './run-api.ts';
 
@@ -13,5 +13,7 @@ export async function openS3Target(runs: RunApi, namespace: string, settings: S3
     if (!read.ok) return read;
     credentials = read.credentials;
   }
+  // The AWS SDK (~30 MiB) loads with the first run that uses a bucket, not with every controller.
+  const { s3TargetFor } = await import('../../results/s3-store.ts');
   return { ok: true, target: s3TargetFor(settings, credentials, onProgress) };
 }
