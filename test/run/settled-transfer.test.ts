@@ -3,54 +3,27 @@
 // reconciler adopts the store's commit once the transfer is settled). Driven by a real
 // RunReconciler with a pool the test controls, against a real kube-apiserver and the simulator:
 // nothing reconciles between the settle and the vanish. Ends with the leak check.
-import { defaultTimings } from '../../src/run/decide/timings.ts';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { RunpodRun } from '../../src/api/runpodrun.ts';
-import { createLogger } from '../../src/log.ts';
-import { Accounts } from '../../src/run/memory/accounts.ts';
-import { installScope } from '../../src/run/ownership.ts';
-import { RunReconciler } from '../../src/run/reconciler.ts';
 import type { RetrievalOutcome } from '../../src/run/decide/decide.ts';
 import { TransferPool } from '../../src/run/act/transfers.ts';
-import { createRunpodClient } from '../../src/runpod/index.ts';
-import { assertNoLeaks, countRequests, injectFault, simPods, simStats } from '../runpod-sim/client.ts';
-import { startSimulator } from '../runpod-sim/server.ts';
-import { rpr, testRun } from '../kube/helpers.ts';
-import { createTestNamespace, testCluster } from '../support/cluster.ts';
+import { countRequests, injectFault, simPods, simStats } from '../runpod-sim/client.ts';
+import { reconcilerWorld } from './reconciler-world.ts';
 
 const apiKey = 'rpa_SETTLED_TRANSFER_KEY_0123456789';
 const resultBytes = 100_000;
 
 test('a transfer that settled verified before its pod vanished still gives the run its results: Succeeded', async () => {
-  const { kubeConfig } = await testCluster();
-  const namespace = await createTestNamespace('settled-transfer');
-  const objects = kubeConfig.makeApiClient(CustomObjectsApi);
-  await kubeConfig.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace, body: { metadata: { name: 'runpod' }, stringData: { apiKey } } });
-  const created = (await objects.createNamespacedCustomObject({ ...rpr, namespace, body: {
-    ...testRun(namespace, 'settled'),
-    spec: {
-      credentials: { secretName: 'runpod' }, image: 'runpod/base:0.6.2', gpu: { types: ['NVIDIA A40'] },
-      job: { command: ['sh', '-c', `mkdir -p output && head -c ${resultBytes} /dev/urandom > output/r.bin`] },
-      results: { path: 'output' },
-      limits: { maxRuntimeSeconds: 600, readyTimeoutSeconds: 60 },
-    },
-  } })) as RunpodRun;
-  const uid = created.metadata.uid;
-  const sim = await startSimulator({ apiKeys: [apiKey] });
-  const client = createRunpodClient({ apiKey, baseUrl: sim.baseUrl, logger: createLogger('silent') });
-  const resultsDir = mkdtempSync(join(tmpdir(), 'settled-transfer-'));
-  const accounts = new Accounts({ baseUrl: sim.baseUrl, clusterId: 'cluster-a', pollIntervalMs: 500, logger: createLogger('silent'), onPodsChanged: () => {} });
-  const reconciler = new RunReconciler({
-    kubeConfig, accounts, clusterId: 'cluster-a', scope: installScope(namespace), runpodApiUrl: sim.baseUrl, resultsDir, watchdogPeriodMs: 10_000,
-    settings: { ambiguousLookupMs: 1000, deadlineMarginMs: 5000, goneLooks: 3, pollIntervalMs: 500, timings: defaultTimings },
-    events: { record: () => {} }, logger: createLogger('silent'),
+  const world = await reconcilerWorld('settled-transfer', apiKey, { pollIntervalMs: 500, ambiguousLookupMs: 1000 });
+  const { namespace, sim } = world;
+  const created = await world.createRun('settled', {
+    job: { command: ['sh', '-c', `mkdir -p output && head -c ${resultBytes} /dev/urandom > output/r.bin`] },
+    results: { path: 'output' },
   });
+  const uid = created.metadata.uid;
+  const { reconciler } = world.reconciler();
   let settled!: () => void;
   const whenSettled = new Promise<void>((resolve) => {
     settled = resolve;
@@ -58,7 +31,7 @@ test('a transfer that settled verified before its pod vanished still gives the r
   // The controller's onSettled asks for a reconcile; here the test decides when the next one runs.
   const transfers = new TransferPool<RetrievalOutcome>({ maxConcurrent: 1, onSettled: () => settled() });
   const key = `${namespace}/settled`;
-  const get = async () => (await objects.getNamespacedCustomObject({ ...rpr, namespace, name: 'settled' })) as RunpodRun;
+  const get = () => world.get('settled');
   /** Reconciles (as the queue would, without its backoff) until `done`; a bound, not a speed claim. */
   const reconcileUntil = async (what: string, done: (run: RunpodRun) => boolean, timeoutMs: number): Promise<RunpodRun> => {
     const until = Date.now() + timeoutMs;
@@ -92,10 +65,6 @@ test('a transfer that settled verified before its pod vanished still gives the r
     assert.equal(countRequests(await simStats(sim.adminUrl), 'POST', '/v2/pods'), 1, 'no second pod was rented for results already held');
   } finally {
     await transfers.abortAll('the test ended');
-    for (const pod of await simPods(sim.adminUrl)) if (!pod.deletedAt) await client.deletePod(pod.id);
-    await accounts.close();
-    await client.close();
-    rmSync(resultsDir, { recursive: true, force: true });
-    await assertNoLeaks(sim.adminUrl, 5000).finally(() => sim.stop());
+    await world.close();
   }
 });

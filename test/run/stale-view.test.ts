@@ -6,13 +6,9 @@
 //   it: a pass lists its accounts one after the other (a 429 on a delete alone can hold it for a
 //   minute), so a run the API server did not have at the pass's first read may own a pod that the
 //   next account's list shows.
-import { defaultTimings } from '../../src/run/decide/timings.ts';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { finalizer, type RunpodRun } from '../../src/api/runpodrun.ts';
 import { ConflictError } from '../../src/kube/errors.ts';
@@ -21,12 +17,12 @@ import { POD_ENV } from '../../src/pod/protocol.ts';
 import { Accounts } from '../../src/run/memory/accounts.ts';
 import { installScope } from '../../src/run/ownership.ts';
 import { stillCurrent, type RunReader } from '../../src/run/observe/fresh-view.ts';
-import { RunReconciler } from '../../src/run/reconciler.ts';
 import { RunApi } from '../../src/run/ports/run-api.ts';
 import { Sweeper } from '../../src/run/sweeper.ts';
 import { createRunpodClient, type RunpodClient } from '../../src/runpod/index.ts';
 import { assertNoLeaks, countRequests, simPods, simStats } from '../runpod-sim/client.ts';
 import { startSimulator } from '../runpod-sim/server.ts';
+import { reconcilerWorld } from './reconciler-world.ts';
 import { rpr, testRun } from '../kube/helpers.ts';
 import { createTestNamespace, testCluster } from '../support/cluster.ts';
 
@@ -35,33 +31,18 @@ const keyB = 'rpa_SWEEPER_LIVE_KEY_B_0123456789';
 const graceMs = 200;
 
 test('a reconcile whose view of the run is older than the write that recorded its pod sends no second create', async () => {
-  const { kubeConfig } = await testCluster();
-  const namespace = await createTestNamespace('stale-create');
-  const objects = kubeConfig.makeApiClient(CustomObjectsApi);
-  await kubeConfig.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace, body: { metadata: { name: 'runpod' }, stringData: { apiKey: keyA } } });
-  await objects.createNamespacedCustomObject({ ...rpr, namespace, body: {
-    ...testRun(namespace, 'stale'),
-    spec: {
-      credentials: { secretName: 'runpod' }, image: 'runpod/base:0.6.2', gpu: { types: ['NVIDIA A40'] },
-      job: { command: ['sleep', '600'] }, limits: { maxRuntimeSeconds: 600, readyTimeoutSeconds: 60 },
-    },
-  } });
-  const sim = await startSimulator({ apiKeys: [keyA] });
-  const client = createRunpodClient({ apiKey: keyA, baseUrl: sim.baseUrl, logger: createLogger('silent') });
-  const resultsDir = mkdtempSync(join(tmpdir(), 'stale-create-'));
-  const accountsOf: Accounts[] = [];
+  const world = await reconcilerWorld('stale-create', keyA, { pollIntervalMs: 1000, ambiguousLookupMs: 2000 });
+  const { namespace, sim, kubeConfig } = world;
+  await world.createRun('stale', { job: { command: ['sleep', '600'] } });
   // Two reconcilers of one install: the one that writes first, and the one whose view is older than that write.
+  const accountsOf: Accounts[] = [];
   const reconciler = () => {
-    const accounts = new Accounts({ baseUrl: sim.baseUrl, clusterId: 'cluster-a', pollIntervalMs: 1000, logger: createLogger('silent'), onPodsChanged: () => {} });
-    accountsOf.push(accounts);
-    return new RunReconciler({
-      kubeConfig, accounts, clusterId: 'cluster-a', scope: installScope(namespace), runpodApiUrl: sim.baseUrl, resultsDir, watchdogPeriodMs: 10_000,
-      settings: { ambiguousLookupMs: 2000, deadlineMarginMs: 5000, goneLooks: 3, pollIntervalMs: 1000, timings: defaultTimings },
-      events: { record: () => {} }, logger: createLogger('silent'),
-    });
+    const made = world.reconciler();
+    accountsOf.push(made.accounts);
+    return made.reconciler;
   };
   const key = `${namespace}/stale`;
-  const get = async () => (await objects.getNamespacedCustomObject({ ...rpr, namespace, name: 'stale' })) as RunpodRun;
+  const get = () => world.get('stale');
   const sshSecret = () => kubeConfig.makeApiClient(CoreV1Api).readNamespacedSecret({ namespace, name: 'stale-ssh' }).then(() => true, () => false);
   try {
     const first = reconciler();
@@ -102,11 +83,7 @@ test('a reconcile whose view of the run is older than the write that recorded it
     assert.equal((await simPods(sim.adminUrl)).length, 1, 'one pod');
     assert.equal((await get()).status?.pod?.id, recorded.status?.pod?.id, 'the run still follows the recorded pod');
   } finally {
-    for (const pod of await simPods(sim.adminUrl)) if (!pod.deletedAt) await client.deletePod(pod.id);
-    for (const accounts of accountsOf) await accounts.close();
-    await client.close();
-    rmSync(resultsDir, { recursive: true, force: true });
-    await assertNoLeaks(sim.adminUrl, 5000).finally(() => sim.stop());
+    await world.close();
   }
 });
 
