@@ -1,10 +1,12 @@
 // A new run's set-up steps (finalizer, SSH keys, GPU catalog) and its create are one reconcile, against
 // a real kube-apiserver and the simulator: with many runs applied at once, each create waits for one
-// turn of the queue, not four. Ends with the leak check.
+// turn of the queue, not four; a ready pod's keepPod and its job start are one reconcile too. Each ends with
+// the leak check.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { finalizer } from '../../src/api/runpodrun.ts';
+import { createLogger } from '../../src/log.ts';
 import { countRequests, simStats } from '../runpod-sim/client.ts';
 import { reconcilerWorld } from './reconciler-world.ts';
 
@@ -32,6 +34,31 @@ test('one reconcile of a new run adds its finalizer, makes its SSH keys, reads t
     await world.core.readNamespacedSecret({ namespace, name: 'whole-ssh' });
     assert.equal(countRequests(await simStats(sim.adminUrl), 'POST', '/v2/pods'), 1, 'the create went in the same reconcile');
     assert.ok(run.status?.pod?.id, `the pod is recorded: ${JSON.stringify(run.status)}`);
+  } finally {
+    await world.close();
+  }
+});
+
+test('a ready pod\'s keepPod is set and its job started in one reconcile, not one turn of the queue apart', async () => {
+  const world = await reconcilerWorld('keep-then-start', apiKey, { pollIntervalMs: 1000, ambiguousLookupMs: 2000 });
+  await world.createRun('ready', { job: { command: ['sleep', '600'] } });
+  const { reconciler } = world.reconciler();
+  // The steps each reconcile took, from its debug lines.
+  const calls: string[][] = [];
+  const log = createLogger('debug', { write: (line: string) => {
+    const { msg, action } = JSON.parse(line) as { msg: string; action?: string };
+    if (msg === 'reconcile step' && action) calls.at(-1)?.push(action);
+  } });
+  try {
+    const until = Date.now() + 120_000;
+    while (!(await world.get('ready')).status?.job?.startedAt) {
+      assert.ok(Date.now() < until, `the job never started: ${JSON.stringify(calls)}`);
+      calls.push([]);
+      await reconciler.reconcile(`${world.namespace}/ready`, { log });
+      await delay(200);
+    }
+    const keepCall = calls.find((steps) => steps.includes('setKeep'));
+    assert.deepEqual(keepCall?.slice(keepCall.indexOf('setKeep')), ['setKeep', 'startJob'], `the reconciles' steps: ${JSON.stringify(calls)}`);
   } finally {
     await world.close();
   }
