@@ -79,6 +79,8 @@ export async function retrieveDirectory(
     options.onProgress({ ...progress, bytes: progress.bytes + partial });
   };
 
+  // Hashed as they were written (or found whole by a resume): the final check reads none of them again.
+  const hashed = new Set<string>();
   const sftp = await SftpSession.open(conn);
   try {
     const fetchOne = async (file: ManifestFile): Promise<void> => {
@@ -88,6 +90,7 @@ export async function retrieveDirectory(
       if (rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel)) throw new Error(`refusing to write outside ${localDir}: ${file.path}`);
       try {
         if (options.resume && (await alreadyRetrieved(localPath, file))) {
+          hashed.add(file.path);
           progress.files += 1;
           progress.bytes += file.size;
           return;
@@ -102,6 +105,7 @@ export async function retrieveDirectory(
             report();
           },
         });
+        hashed.add(file.path);
         progress.files += 1;
         progress.bytes += result.bytes;
       } catch (err) {
@@ -127,7 +131,7 @@ export async function retrieveDirectory(
     timeoutMs: options.listTimeoutMs ?? 600_000,
     ...(signal ? { signal } : {}),
   }).finally(() => clearInterval(beat));
-  const local = await verifyAgainstManifest({ files, links: storedLinks }, localDir);
+  const local = await verifyAgainstManifest({ files, links: storedLinks }, localDir, hashed);
 
   for (const path of local.different) different.add(path);
   // A mismatched download was never renamed into place, so locally it reads as missing.

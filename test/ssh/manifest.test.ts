@@ -160,6 +160,13 @@ void describe('verifyAgainstManifest', () => {
     assert.deepEqual(result, { ok: false, missing: [], different: ['listed'], extra: ['stray'] });
   });
 
+  void it('checks a file the caller hashed as it wrote it by type and size only, not by reading it again', async () => {
+    const dir = fixture('verify-hashed', { 'same size': 'AAAA', 'other size': 'AAAAA' });
+    const manifest = manifestOf({ 'same size': 'aaaa', 'other size': 'aaaa' });
+    assert.deepEqual(await verifyAgainstManifest(manifest, dir, new Set(['same size', 'other size'])), { ok: false, missing: [], different: ['other size'], extra: [] });
+    assert.deepEqual((await verifyAgainstManifest(manifest, dir)).different, ['other size', 'same size'], 'not named: read and hashed');
+  });
+
   void it('reports everything missing when the directory does not exist', async () => {
     const result = await verifyAgainstManifest(manifestOf({ x: 'x' }), join(root, 'nowhere'));
     assert.deepEqual(result, { ok: false, missing: ['x'], different: [], extra: [] });
