@@ -2,6 +2,7 @@
 // --results-store when it names a bucket; else the results stay on the controller's disk (store.ts).
 // Keys of a run: `<prefix><namespace>/<name>/<uid>/` (s3-target.ts). No SDK here: the client that
 // reaches a store (s3-store.ts) loads with the first run that uses one.
+
 /** The controller's default bucket (--results-store s3://…, --results-s3-*). */
 export interface S3Defaults { bucket: string; prefix: string; endpoint?: string | undefined; region?: string | undefined; forcePathStyle: boolean }
 

@@ -89,11 +89,11 @@ async function transfer(ctx: ActContext, ssh: SshConnection, signal: AbortSignal
   if (!opened.ok) return { kind: 'unverified', message: opened.message };
   const { target } = opened;
   try {
+    // With the store's client (s3-access.ts): the SDK's commands load with the first run that uses a bucket.
+    const [{ retrieveResultsToS3 }, { uploadFromPod }] = await Promise.all([import('./retrieve-s3.ts'), import('../../results/s3-direct.ts')]);
     // The pod sends its files itself (presigned PUTs, valid for the retrieve grace); a pod that cannot
     // reach the store's endpoint has them streamed through the controller instead.
     const { spec } = ctx;
-    // With the store's client (s3-access.ts): the SDK's commands load with the first run that uses a bucket.
-    const [{ retrieveResultsToS3 }, { uploadFromPod }] = await Promise.all([import('./retrieve-s3.ts'), import('../../results/s3-direct.ts')]);
     const remoteDir = posix.join(dirs.runDir, spec.results.path);
     const direct = (files: ManifestFile[]) => uploadFromPod(ssh, remoteDir, files, target, { expiresInSeconds: spec.limits.retrieveGraceSeconds, ...(signal ? { signal } : {}) });
     return await retrieveResultsToS3(ssh, dirs, spec, target, { ...options, direct });
