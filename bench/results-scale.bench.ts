@@ -5,10 +5,11 @@
 // (HeadObject per file, a bounded few at once). A simulated pod (needs root, like the tests), a real
 // SeaweedFS.        node bench/results-scale.bench.ts
 // Prints figures only. Loopback: this measures process starts, hashing, SSH and the store, not a network.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { S3Client } from '@aws-sdk/client-s3';
+import type { SFTPWrapper } from 'ssh2';
 import { partSizeFor } from '../src/results/part-size.ts';
 import { uploadFromPod } from '../src/results/s3-direct.ts';
 import { streamFileToS3 } from '../src/results/s3-stream.ts';
@@ -69,6 +70,23 @@ async function streamAll(conn: SshConnection, dir: string, files: readonly Manif
   }
 }
 
+/** The bar (issue 21): every file by ssh2's fastGet, no hashing, no verification, as many at once as a retrieval fetches (4). */
+async function sftpStreamAll(conn: SshConnection, dir: string, files: readonly ManifestFile[], localDir: string): Promise<void> {
+  mkdirSync(localDir, { recursive: true });
+  const sftp = await new Promise<SFTPWrapper>((resolve, reject) => conn.client.sftp((error, opened) => (error ? reject(error) : resolve(opened))));
+  try {
+    let next = 0;
+    await Promise.all([0, 1, 2, 3].map(async () => {
+      while (next < files.length) {
+        const file = files[next++] as ManifestFile;
+        await new Promise<void>((resolve, reject) => sftp.fastGet(posix.join(dir, file.path), join(localDir, file.path), (error) => (error ? reject(error) : resolve())));
+      }
+    }));
+  } finally {
+    sftp.end();
+  }
+}
+
 const GIB = 1024 * MIB;
 console.log(`part sizes chosen, streamed path (8 MiB preferred) / direct path (64 MiB): ${[['100 GiB', 100 * GIB], ['1 TiB', 1024 * GIB], ['5 TiB', 5 * 1024 * GIB]]
   .map(([label, size]) => `${label} → ${partSizeFor(Number(size)) / MIB} / ${partSizeFor(Number(size), 64 * MIB) / MIB} MiB`).join(', ')}`);
@@ -113,9 +131,12 @@ try {
       const bytes = files.reduce((sum, file) => sum + file.size, 0);
       line('manifest on the pod (sha256sum)', manifest.seconds, bytes, files.length);
 
+      const bare = await timed(() => sftpStreamAll(conn, payload.dir, files, join(local, 'bare', payload.dir)));
+      line('SFTP stream alone (ssh2 fastGet)', bare.seconds, bytes, files.length);
+      rmSync(join(local, 'bare'), { recursive: true, force: true });
       const dir = await timed(() => retrieveDirectory(conn, payload.dir, join(local, payload.dir), manifest.value));
       if (!dir.value.ok) throw new Error(`the disk store did not verify: ${JSON.stringify(dir.value).slice(0, 300)}`);
-      line('controller disk (SFTP in, verified)', dir.seconds, bytes, files.length, `RSS peak ${(dir.rss.hwm() / MIB).toFixed(0)} MiB`);
+      line('controller disk (SFTP in, verified)', dir.seconds, bytes, files.length, `${(bare.seconds / dir.seconds).toFixed(2)}x the SFTP stream; RSS peak ${(dir.rss.hwm() / MIB).toFixed(0)} MiB`);
       rmSync(join(local, payload.dir), { recursive: true, force: true });
 
       for (const [path, send] of [
