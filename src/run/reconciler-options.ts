@@ -42,6 +42,6 @@ export interface ReconcileCall {
   transfers?: RetrievalPool;
   /** Where a ready pod's SSH connection is kept between reconciles (the controller's); without it each reconcile connects. */
   connections?: PodConnections;
-  /** One decide and act only, even for a new run's set-up steps (a test stepping a run through them). */
+  /** One decide and act only, even after a step that only prepares the next (a test stepping a run through them). */
   oneStep?: boolean;
 }
