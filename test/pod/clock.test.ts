@@ -8,7 +8,7 @@ import { injectFault, simPodLogs } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator, type SimConfigInput } from '../runpod-sim/server.ts';
 import { parseStartOutput, startJobCommand } from '../../src/pod/job.ts';
 import { parsePodState, podStateCommand } from '../../src/pod/state.ts';
-import { ACCOUNT_KEY, SHELLS, cleanUp, createPod, keys, simPod, ssh, sshPort, waitDeleted, type PodOptions } from './helpers.ts';
+import { ACCOUNT_KEY, SHELLS, SSH_LOOK_MS, cleanUp, createPod, keys, simPod, ssh, sshPort, waitDeleted, type PodOptions } from './helpers.ts';
 import { eventually, EVENTUALLY_MS } from '../support/eventually.ts';
 
 const unix = (): number => Math.floor(Date.now() / 1000);
@@ -85,7 +85,7 @@ for (const shell of SHELLS) {
       await eventually('the watchdog\'s verdict', async () => {
         const read = await ssh(port, k, podStateCommand());
         return read.code === 0 && parsePodState(read.stdout).watchdog.status === 'ok' ? true : undefined;
-      }, EVENTUALLY_MS, 300);
+      }, EVENTUALLY_MS, SSH_LOOK_MS);
       await injectFault(sim.adminUrl, { fault: 'clock-skew', podId: id, offsetSeconds: TWO_HOURS });
       const logs = await deletedAtDeadline(sim, id, deadline);
       assert.match(logs, /watchdog: clock: the pod's clock stepped/);
@@ -102,12 +102,12 @@ describe('the retrieve grace across a step of the pod\'s clock', () => {
     await eventually('the watchdog\'s verdict', async () => {
       const read = await ssh(port, k, podStateCommand());
       return read.code === 0 && parsePodState(read.stdout).watchdog.status === 'ok' ? true : undefined;
-    }, EVENTUALLY_MS, 300);
+    }, EVENTUALLY_MS, SSH_LOOK_MS);
     assert.equal(parseStartOutput((await ssh(port, k, startJobCommand({ command: ['true'], shell: 'dash' }))).stdout).outcome, 'started');
     const endedAt = await eventually('the job\'s end', async () => {
       const read = await ssh(port, k, podStateCommand());
       return read.code === 0 ? parsePodState(read.stdout).job.endedAt ?? undefined : undefined;
-    }, EVENTUALLY_MS, 300);
+    }, EVENTUALLY_MS, SSH_LOOK_MS);
     // The watchdog has seen the end (on the clock that was right then) before the clock steps.
     await eventually('the watchdog to see the end', async () => (/watchdog: the job ended with exit code 0/.test(await simPodLogs(sim.adminUrl, id)) ? true : undefined), EVENTUALLY_MS, 300);
     await injectFault(sim.adminUrl, { fault: 'clock-skew', podId: id, offsetSeconds: TWO_HOURS });

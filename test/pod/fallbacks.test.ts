@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { parsePodState, podStateCommand, type PodState } from '../../src/pod/state.ts';
 import { simPodLogs, simPods } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator, type SimConfigInput } from '../runpod-sim/server.ts';
-import { ACCOUNT_KEY, SHELLS, cleanUp, createPod, keys, simPod, sshPort, sshWhenUp, waitDeleted, type Keys } from './helpers.ts';
+import { ACCOUNT_KEY, SHELLS, SSH_LOOK_MS, cleanUp, createPod, keys, simPod, sshPort, sshWhenUp, waitDeleted, type Keys } from './helpers.ts';
 import { eventually, EVENTUALLY_MS } from '../support/eventually.ts';
 
 const unix = (): number => Math.floor(Date.now() / 1000);
@@ -72,7 +72,7 @@ for (const shell of SHELLS) {
         const read = await podState(port, k);
         // Recorded before the stop is tried ("...; stopping the pod"), then with its answer.
         return read.deleteFailed?.detail.includes('stop:') ? read : undefined;
-      }, EVENTUALLY_MS, 500);
+      }, EVENTUALLY_MS, SSH_LOOK_MS);
       assert.equal(state.deleteFailed?.rule, 'deadline');
       assert.ok((state.deleteFailed?.at ?? 0) >= deadline);
       assert.equal(state.deleteFailed?.detail, 'DELETE: HTTP 403; terminate: HTTP 403; stop: HTTP 403');
@@ -130,7 +130,7 @@ for (const shell of SHELLS) {
       const state = await eventually('the verdicts', async () => {
         const read = await podState(port, k);
         return read.bootstrap.status !== 'pending' && read.watchdog.status !== 'pending' && read.deleteFailed ? read : undefined;
-      }, EVENTUALLY_MS, 300);
+      }, EVENTUALLY_MS, SSH_LOOK_MS);
       assert.deepEqual(state.bootstrap, { status: 'failed', reason });
       assert.deepEqual(state.watchdog, { status: 'failed', reason: `the bootstrap failed: ${reason}` });
       assert.deepEqual(state.deleteFailed && { rule: state.deleteFailed.rule, detail: state.deleteFailed.detail }, { rule: 'bootstrap', detail: 'the image lacks curl (or python3, or GNU wget): the watchdog cannot call Runpod' });

@@ -91,6 +91,13 @@ export async function keys(): Promise<Keys> {
   return made;
 }
 
+/**
+ * How often a test looks at a pod over SSH while it waits: each look is an ssh process, an sshd
+ * session and the state command's handful of processes on the pod (some 0.1 CPU-s), and a pod file
+ * waits beside twenty others on two cores. A second is well inside every grace a test waits within.
+ */
+export const SSH_LOOK_MS = 1000;
+
 /** ssh with the host key pinned (only the given key for [127.0.0.1]:port is accepted). */
 export async function ssh(port: number, keys: Keys, command: string, options: { stdin?: string; pinnedHostKey?: string } = {}): Promise<RunResult> {
   const knownHosts = join(keys.dir, `known_hosts_${port}`);
@@ -114,7 +121,7 @@ export async function sshWhenUp(port: number, keys: Keys, command: string, timeo
   return eventually(`sshd on port ${port}`, async () => {
     const result = await ssh(port, keys, command);
     return result.code === 255 ? undefined : result;
-  }, timeoutMs, 300);
+  }, timeoutMs, SSH_LOOK_MS);
 }
 
 export const ACCOUNT_KEY = 'rpo-pod-tests-account-key-0123456789';

@@ -8,7 +8,7 @@ import { parsePodState, podStateCommand, type PodState } from '../../src/pod/sta
 import { DEFAULT_STATE_DIR, podPath } from '../../src/pod/protocol.ts';
 import { simPodLogs } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator } from '../runpod-sim/server.ts';
-import { ACCOUNT_KEY, SHELLS, cleanUp, createPod, keys, simPod, ssh, sshPort, waitDeleted, type Keys } from './helpers.ts';
+import { ACCOUNT_KEY, SHELLS, SSH_LOOK_MS, cleanUp, createPod, keys, simPod, ssh, sshPort, waitDeleted, type Keys } from './helpers.ts';
 import { eventually, EVENTUALLY_MS } from '../support/eventually.ts';
 
 const SIM_CONFIG = {
@@ -40,11 +40,11 @@ async function startSelfKeepingJob(sim: RunningSimulator, keys: Keys, id: string
   await eventually('both verdicts', async () => {
     const now = await state(port, keys);
     return now && now.bootstrap.status !== 'pending' && now.watchdog.status !== 'pending' ? now : undefined;
-  }, EVENTUALLY_MS, 300);
+  }, EVENTUALLY_MS, SSH_LOOK_MS);
   const command = ['sh', '-c', `echo 1 > ${podPath(DEFAULT_STATE_DIR, 'keep')}; sleep 600`];
   const started = await ssh(port, keys, startJobCommand({ command, shell: 'dash' }));
   assert.equal(parseStartOutput(started.stdout).outcome, 'started', started.stderr);
-  await eventually('the job to mark the pod kept', async () => ((await state(port, keys))?.keep === true ? true : undefined), EVENTUALLY_MS, 300);
+  await eventually('the job to mark the pod kept', async () => ((await state(port, keys))?.keep === true ? true : undefined), EVENTUALLY_MS, SSH_LOOK_MS);
   return port;
 }
 

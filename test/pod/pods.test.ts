@@ -11,7 +11,7 @@ import { IMAGE_REQUIREMENTS, SSHD_CONFIG_PATH, SSHD_HOST_KEY_PATH } from '../../
 import { injectFault, podLogUntil, simPodLogs } from '../runpod-sim/client.ts';
 import { startSimulator, type RunningSimulator } from '../runpod-sim/server.ts';
 import { freePort } from '../envtest/harness.ts';
-import { ACCOUNT_KEY, SHELLS, cleanUp, createPod, keys, run, simPod, ssh, sshPort, waitDeleted, type Keys } from './helpers.ts';
+import { ACCOUNT_KEY, SHELLS, SSH_LOOK_MS, cleanUp, createPod, keys, run, simPod, ssh, sshPort, waitDeleted, type Keys } from './helpers.ts';
 import { eventually, EVENTUALLY_MS } from '../support/eventually.ts';
 
 /** Images with an NGC-style ENTRYPOINT (its setup, then `exec "$@"`); any other image has none. */
@@ -53,7 +53,7 @@ async function verdicts(port: number, keys: Keys): Promise<PodState> {
     if (result.code !== 0) return undefined;
     const state = parsePodState(result.stdout);
     return state.bootstrap.status !== 'pending' && state.watchdog.status !== 'pending' ? state : undefined;
-  }, EVENTUALLY_MS, 300);
+  }, EVENTUALLY_MS, SSH_LOOK_MS);
 }
 
 /** A deletion by the pod itself, for the given reason (the watchdog's log line, in the pod's logs). */
@@ -198,8 +198,9 @@ for (const shell of SHELLS) {
     test('a job on the pod: its exit code 3 and log are recorded (and copied to the container\'s log), the image env reaches it (never the pod key), then the retrieve grace deletes the pod', () => withSim(async (sim) => {
       const k = await keys();
       const runDir = "/workspace/a run's dir";
-      // Long enough for a loaded machine to read the exit code over SSH before the grace deletes the pod.
-      const id = await createPod(sim, { name: name('job'), shell, keys: k, input: { runDir, retrieveGraceSeconds: 10 } });
+      // Long enough for a loaded machine to read the exit code over SSH before the grace deletes the pod
+      // (10 s was not, with six test files at once: the pod was gone before the look that would have seen the exit).
+      const id = await createPod(sim, { name: name('job'), shell, keys: k, input: { runDir, retrieveGraceSeconds: 30 } });
       const port = await sshPort(sim, id);
       await verdicts(port, k);
       const command = ['sh', '-c', 'echo "pod=$RUNPOD_POD_ID key=${RUNPOD_API_KEY:-none} cwd=$(pwd)"; exit 3'];
@@ -208,14 +209,14 @@ for (const shell of SHELLS) {
       const done = await eventually('the job to end', async () => {
         const state = await podState(port, k);
         return state.job.status === 'exited' ? state : undefined;
-      }, EVENTUALLY_MS, 300);
+      }, EVENTUALLY_MS, SSH_LOOK_MS);
       assert.equal(done.job.exitCode, 3);
       assert.equal(done.logTail, `pod=${id} key=none cwd=${runDir}\n`);
       // The supervisor copied the job's output to the container's stdout: Runpod's console and log stream show it.
       const shown = await podLogUntil(sim.baseUrl, ACCOUNT_KEY, id, 'source=container&tail=5000', /^pod=/);
       const jobLines = shown.filter((event) => event.line.startsWith('pod=')).map(({ source, line }) => ({ source, line }));
       assert.deepEqual(jobLines, [{ source: 'container', line: `pod=${id} key=none cwd=${runDir}` }]);
-      await deletedByPod(sim, id, /the job ended with exit code 3[^\n]*\n[^]*deleting the pod: the job ended at \d+ and its results were not retrieved within 10 s/);
+      await deletedByPod(sim, id, /the job ended with exit code 3[^\n]*\n[^]*deleting the pod: the job ended at \d+ and its results were not retrieved within 30 s/);
     }));
 
     test('a keep marker keeps the pod past the boot grace and the retrieve grace once a job exists; unkept, it goes', () => withSim(async (sim) => {
@@ -278,7 +279,7 @@ for (const shell of SHELLS) {
       const foreign = await eventually('the image\'s sshd', async () => {
         const tried = await ssh(port, k, 'true');
         return /Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED/.test(tried.stderr) ? tried : undefined;
-      }, EVENTUALLY_MS, 200);
+      }, EVENTUALLY_MS, SSH_LOOK_MS);
       assert.notEqual(foreign.code, 0);
       const state = await verdicts(port, k);
       assert.deepEqual(state.bootstrap, { status: 'ok' });
@@ -312,7 +313,7 @@ for (const shell of SHELLS) {
       const port = await sshPort(sim, id);
       await verdicts(port, k);
       assert.equal(parseStartOutput((await ssh(port, k, startJobCommand({ command: ['sleep', '600'], shell }))).stdout).outcome, 'started');
-      await eventually('the job to run', async () => ((await podState(port, k)).job.status === 'running' ? true : undefined), EVENTUALLY_MS, 300);
+      await eventually('the job to run', async () => ((await podState(port, k)).job.status === 'running' ? true : undefined), EVENTUALLY_MS, SSH_LOOK_MS);
       const restarted = await fetch(`${sim.baseUrl}/pods/${id}/action`, {
         method: 'POST',
         headers: { Authorization: `Bearer ${ACCOUNT_KEY}`, 'Content-Type': 'application/json' },

@@ -8,7 +8,7 @@ import { stateDirOf } from '../../src/pod/protocol.ts';
 import { markRetrievedCommand, parseAck, parseStartOutput, setKeepCommand, startJobCommand, writeJobEnvCommand } from '../../src/pod/job.ts';
 import { parsePodState, podStateCommand } from '../../src/pod/state.ts';
 import { startSimulator, type RunningSimulator } from '../runpod-sim/server.ts';
-import { ACCOUNT_KEY, cleanUp, createPod, makeKeys, removeKeys, simPod, ssh, sshPort, sshWhenUp, waitDeleted, type Keys } from './helpers.ts';
+import { ACCOUNT_KEY, SSH_LOOK_MS, cleanUp, createPod, makeKeys, removeKeys, simPod, ssh, sshPort, sshWhenUp, waitDeleted, type Keys } from './helpers.ts';
 import { eventually, EVENTUALLY_MS } from '../support/eventually.ts';
 
 const SIM_CONFIG = {
@@ -95,14 +95,14 @@ describe('runs sharing a network volume', () => {
     const portSecond = await sshPort(sim, second);
     await sshWhenUp(portSecond, keys, 'true');
     const stateOf = async (port: number) => parsePodState((await ssh(port, keys, podStateCommand({ stateDir: stateDirOf(runD) }))).stdout);
-    await eventually('the second pod\'s watchdog verdict', async () => ((await stateOf(portSecond)).watchdog.status === 'ok' ? true : undefined), EVENTUALLY_MS, 300);
+    await eventually('the second pod\'s watchdog verdict', async () => ((await stateOf(portSecond)).watchdog.status === 'ok' ? true : undefined), EVENTUALLY_MS, SSH_LOOK_MS);
 
     // The first pod's job ends, its keep flag is set off, and its results are marked retrieved.
     assert.equal((await ssh(portFirst, keys, `touch ${dir}/go`)).code, 0);
     const ended = await eventually('the first pod\'s job to end', async () => {
       const state = await stateOf(portFirst);
       return state.job.status === 'exited' ? state : undefined;
-    }, EVENTUALLY_MS, 300);
+    }, EVENTUALLY_MS, SSH_LOOK_MS);
     assert.equal(ended.job.exitCode, 7);
     parseAck((await ssh(portFirst, keys, setKeepCommand({ stateDir: stateDirOf(runD), keep: false }))).stdout, 'runpod-operator-keep');
     parseAck((await ssh(portFirst, keys, markRetrievedCommand({ stateDir: stateDirOf(runD) }))).stdout, 'runpod-operator-retrieved');
