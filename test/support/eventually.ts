@@ -11,8 +11,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
  * real hang still does.
  */
 export const EVENTUALLY_MS = 60_000;
-/** How often it looks by default. */
-export const POLL_MS = 50;
+/**
+ * How often it looks by default: four times a second. A look is a request to the simulator or the API
+ * server (or a process); at 50 ms the waiting itself was some 8 % of an e2e file's CPU, on two cores
+ * shared by the whole suite. What a test waits for takes seconds, not tenths.
+ */
+export const POLL_MS = 250;
 
 /** Not found yet: `undefined`, `null` or `false`. */
 type NotYet = undefined | null | false;
