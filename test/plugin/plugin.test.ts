@@ -39,7 +39,10 @@ async function kubectlRunpod(args: string[], kubeconfig?: string, env: Record<st
 void test('kubectl runpod: logs -f while the job runs and to its end, ssh into a kept pod, cost, cancel, keep, and the refusals', () =>
   withWorld('plugin', async (world) => {
     const ns = world.namespace;
-    const talk = 'for i in 1 2 3 4 5 6 7 8 9 10; do echo "line $i"; sleep 1; done; mkdir -p output; echo ok > output/r.txt; echo kept > /tmp/marker';
+    // Line 1, then the job waits for the test to release it (over `kubectl runpod ssh`): a loaded machine
+    // may take longer than any fixed job to start a follower, and the lines must come while the job runs.
+    const talk = 'echo "line 1"; i=0; while [ ! -e release ] && [ "$i" -lt 180 ]; do sleep 1; i=$((i + 1)); done; '
+      + 'for i in 2 3 4 5 6 7 8 9 10; do echo "line $i"; sleep 1; done; mkdir -p output; echo ok > output/r.txt; echo kept > /tmp/marker';
     await world.apply(runManifest('talker', { job: { command: ['sh', '-c', talk] }, results: { path: 'output' } }));
     await world.apply(runManifest('kept', { job: { command: ['sh', '-c', 'mkdir -p output; echo kept > /tmp/marker; echo one; echo two; echo three'] }, results: { path: 'output' }, keepPod: true }));
 
@@ -52,6 +55,9 @@ void test('kubectl runpod: logs -f while the job runs and to its end, ssh into a
     assert.match(follow.stdout(), /^line 1\n/, `kubectl runpod logs -f: ${follow.stderr()}`);
     const seenWhile = await world.run('talker');
     assert.equal(seenWhile?.status?.job?.finishedAt, undefined, 'the line came while the job still ran');
+    // `ssh` starts in the run directory, where the job waits for this file.
+    const release = await kubectlRunpod(['ssh', 'talker', '-n', ns, '--', 'touch', 'release']);
+    assert.equal(await release.code, 0, release.stderr());
     assert.equal(await follow.code, 0, follow.stderr());
     assert.match(follow.stdout(), /^line 1\n[^]*line 10\n$/);
     assert.equal(follow.stderr(), 'the job exited with code 0\n');
