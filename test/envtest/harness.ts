@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeConfig} from '@kubernetes/client-node';
 import { ApiextensionsV1Api, loadAllYaml, type V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { PooledKubeConfig } from '../../src/kube/kubeconfig.ts';
+import { servingChain } from './serving-chain.ts';
 import { Agent, request } from 'undici';
 
 const repoRoot = resolve(import.meta.dirname, '..', '..');
@@ -101,11 +102,17 @@ async function startOnce(options: StartOptions, dir: string, crdDir: string): Pr
 
     const server = `https://127.0.0.1:${apiPort}`;
     const certFile = join(certDir, 'apiserver.crt');
-    await waitFor('the serving certificate', () => Promise.resolve(existsSync(certFile)), children);
-    const kubeConfig = adminKubeConfig(server, readFileSync(certFile).toString('base64'), token);
+    // The chain is read again at each try (it may be caught mid-write): the one that answered is kept.
+    let kubeConfig: KubeConfig | undefined;
+    await waitFor(`kube-apiserver at ${server}`, async () => {
+      const chain = servingChain(certFile);
+      if (chain === undefined) return false;
+      kubeConfig = adminKubeConfig(server, Buffer.from(chain).toString('base64'), token);
+      return isReady(kubeConfig);
+    }, children);
+    if (!kubeConfig) throw new Error('envtest: no serving certificate');
     const kubeconfigPath = join(dir, 'kubeconfig');
     writeFileSync(kubeconfigPath, kubeConfig.exportConfig(), { mode: 0o600 });
-    await waitFor(`kube-apiserver at ${server}`, () => isReady(kubeConfig), children);
     await installCrds(kubeConfig, crdDir);
 
     const state: State = { pids: children.map((child) => child.pid ?? 0).filter((pid) => pid > 0) };
