@@ -25,8 +25,12 @@ function validSpec(): Record<string, unknown> {
   };
 }
 
+function runpodRun(name: string, spec: unknown): object {
+  return { apiVersion: 'runpod-operator.dev/v1alpha1', kind: 'RunpodRun', metadata: { name }, spec };
+}
+
 function manifest(name: string, spec: unknown): string {
-  return JSON.stringify({ apiVersion: 'runpod-operator.dev/v1alpha1', kind: 'RunpodRun', metadata: { name }, spec });
+  return JSON.stringify(runpodRun(name, spec));
 }
 
 /** kubectl apply's errors, by the name of the object each is about (an error may span lines). */
@@ -123,7 +127,7 @@ describe('RunpodRun CRD', () => {
     });
     // One kubectl for them all (a kubectl is some 0.2 s of CPU): apply goes on past each object the API
     // server refuses and names it in that object's error.
-    const documents = cases.map(({ object, spec }) => stringify(JSON.parse(manifest(object, spec)))).join('---\n');
+    const documents = cases.map(({ object, spec }) => stringify(runpodRun(object, spec))).join('---\n');
     const result = await kubectl(['apply', '-n', namespace, '-f', '-'], documents);
     assert.notEqual(result.status, 0, 'the API server accepted them all');
     assert.equal(result.stdout.trim(), '', 'none of them is created');
