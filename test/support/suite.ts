@@ -1,0 +1,39 @@
+// `npm test`'s integration tier: one control plane for the suite, then two runners side by side. The files
+// that start pods, controllers or servers of their own run a process each, four at once; the light ones
+// (the simulator's, kube/'s and the Runpod client's) run in one process, where client-node loads once
+// instead of 25 times (measured: 32.7 CPU-s instead of 54.4; the suite is bound by CPU). Their output is
+// printed when they end, whole; the main runner's comes as it goes and ends the log with its slowest files
+// and what failed.
+import { spawn } from 'node:child_process';
+import { globSync } from 'node:fs';
+import { globalSetup, globalTeardown } from '../global-setup.ts';
+
+const LIGHT = /^test\/(runpod-sim|kube|runpod)\/[^/]+\.test\.ts$/;
+const reporters = ['--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=./test/support/slowest-files.ts', '--test-reporter-destination=stdout'];
+
+const files = globSync('test/**/*.test.ts').filter((file) => !file.endsWith('.unit.test.ts')).sort();
+const light = files.filter((file) => LIGHT.test(file));
+const heavy = files.filter((file) => !LIGHT.test(file));
+
+/** `node --test` over `files`; resolves to its exit code and, unless `live`, its whole output. */
+function runner(args: string[], live: boolean): Promise<{ code: number; output: string }> {
+  const child = spawn(process.execPath, ['--test', ...reporters, ...args], { stdio: ['ignore', live ? 'inherit' : 'pipe', 'inherit'] });
+  let output = '';
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => { output += chunk; });
+  return new Promise((resolve) => child.once('close', (code, signal) => resolve({ code: code ?? (signal ? 1 : 0), output })));
+}
+
+await globalSetup();
+let failed = false;
+try {
+  const lightDone = runner(['--test-isolation=none', ...light], false).then(({ code, output }) => {
+    process.stdout.write(`\n--- ${light.length} light files, in one process ---\n${output}--- end of the light files ---\n\n`);
+    return code;
+  });
+  const [heavyCode, lightCode] = await Promise.all([runner(['--test-concurrency=4', ...heavy], true).then(({ code }) => code), lightDone]);
+  if (lightCode !== 0) process.stdout.write(`\nthe light files failed (${light.length} in one process): their failures are listed above, after their own slowest files\n`);
+  failed = heavyCode !== 0 || lightCode !== 0;
+} finally {
+  await globalTeardown();
+}
+process.exitCode = failed ? 1 : 0;
