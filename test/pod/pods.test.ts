@@ -198,8 +198,8 @@ for (const shell of SHELLS) {
     test('a job on the pod: its exit code 3 and log are recorded (and copied to the container\'s log), the image env reaches it (never the pod key), then the retrieve grace deletes the pod', () => withSim(async (sim) => {
       const k = await keys();
       const runDir = "/workspace/a run's dir";
-      // Long enough for a loaded machine to read the exit code over SSH before the grace deletes the pod
-      // (10 s was not, with six test files at once: the pod was gone before the look that would have seen the exit).
+      // Long enough for a loaded machine to read the exit code over SSH (a look a second, each slow under
+      // load) before the grace deletes the pod.
       const id = await createPod(sim, { name: name('job'), shell, keys: k, input: { runDir, retrieveGraceSeconds: 30 } });
       const port = await sshPort(sim, id);
       await verdicts(port, k);

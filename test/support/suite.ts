@@ -15,7 +15,7 @@ const files = globSync('test/**/*.test.ts').filter((file) => !file.endsWith('.un
 const light = files.filter((file) => LIGHT.test(file));
 const heavy = files.filter((file) => !LIGHT.test(file));
 
-/** `node --test` over `files`; resolves to its exit code and, unless `live`, its whole output. */
+/** `node --test ARGS`: its exit code, and its whole output unless `live` (then it goes straight out). */
 function runner(args: string[], live: boolean): Promise<{ code: number; output: string }> {
   const child = spawn(process.execPath, ['--test', ...reporters, ...args], { stdio: ['ignore', live ? 'inherit' : 'pipe', 'inherit'] });
   let output = '';
@@ -24,16 +24,14 @@ function runner(args: string[], live: boolean): Promise<{ code: number; output: 
 }
 
 await globalSetup();
-let failed = false;
 try {
   const lightDone = runner(['--test-isolation=none', ...light], false).then(({ code, output }) => {
     process.stdout.write(`\n--- ${light.length} light files, in one process ---\n${output}--- end of the light files ---\n\n`);
     return code;
   });
-  const [heavyCode, lightCode] = await Promise.all([runner(['--test-concurrency=4', ...heavy], true).then(({ code }) => code), lightDone]);
+  const [{ code: heavyCode }, lightCode] = await Promise.all([runner(['--test-concurrency=4', ...heavy], true), lightDone]);
   if (lightCode !== 0) process.stdout.write(`\nthe light files failed (${light.length} in one process): their failures are listed above, after their own slowest files\n`);
-  failed = heavyCode !== 0 || lightCode !== 0;
+  process.exitCode = heavyCode !== 0 || lightCode !== 0 ? 1 : 0;
 } finally {
   await globalTeardown();
 }
-process.exitCode = failed ? 1 : 0;
