@@ -43,50 +43,95 @@ const presignedUrl = z.string().regex(/^https?:\/\/[\x21\x23-\x5b\x5d-\x7e]+$/, 
  * line per upload tried (the ETag of a part only, `-` for a whole file):
  *     runpod-operator-s3-put ok <n> <http code> <etag or ->
  *     runpod-operator-s3-put fail <n> <http code> <curl exit> <S3 error code or ->
- * A part goes through a temporary file (curl must know its length and be able to retry it). Success
- * is curl's exit 0 with a 2xx answer; curl retries connection failures and transient answers (408,
- * 429, 5xx) itself, 3 times.
+ * Success is curl's exit 0 with a 2xx answer; curl retries connection failures and transient answers
+ * (408, 429, 5xx) itself, 3 times. A batch of whole files goes to one curl (one process and one
+ * kept-alive connection for up to 100 small files, instead of a process and a handshake each) where
+ * curl has --fail-with-body and so --fail-early; otherwise, and for parts (which go through a
+ * temporary file: curl must know their length and be able to retry them), one curl per upload.
  */
 export function uploadCommand(dir: string, uploads: readonly PodUpload[]): string {
   const args = uploads.flatMap((upload) => [upload.path, String(upload.range?.skipMiB ?? 0), String(upload.range?.countMiB ?? 0)]);
-  const perUpload = [
-    'n=0',
-    'while [ $# -gt 0 ]; do',
-    '  n=$((n+1)); f=$1; skip=$2; count=$3; shift 3',
-    `  IFS= read -r url || exit ${DIRECT_SHORT_INPUT_EXIT}`,
-    // The signed headers go into a curl config read from a file: no header value in argv either.
-    '  : >"$t/h"',
-    `  while :; do IFS= read -r h || exit ${DIRECT_SHORT_INPUT_EXIT}; [ -z "$h" ] && break; printf 'header = "%s"\\n' "$h" >>"$t/h"; done`,
-    '  src=./$f',
-    '  if [ "$count" -gt 0 ]; then dd if="./$f" of="$t/part" bs=1048576 skip="$skip" count="$count" 2>/dev/null || { echo "' + PUT_TAG + ' fail $n 000 26 -"; exit 0; }; src=$t/part; fi',
-    // -g: no globbing of the file name; -s without -S: curl's messages are dropped (the exit code says enough).
-    '  code=$(printf \'url = "%s"\\n\' "$url" | curl -s -g -K - -K "$t/h" $fwb --retry 3 --retry-connrefused --connect-timeout 10 -T "$src" -D "$t/head" -o "$t/body" -w \'%{http_code}\')',
-    '  rc=$?; code=${code:-000}',
-    '  if [ $rc -eq 0 ] && [ "$code" -ge 200 ] && [ "$code" -lt 300 ]; then',
-    // Only a part's ETag is used (CompleteMultipartUpload): a whole file skips the three processes.
-    '    etag=-; [ "$count" -gt 0 ] && etag=$(tr -d \'\\r\' <"$t/head" | sed -n \'s/^[Ee][Tt][Aa][Gg]: *//p\' | tail -n 1)',
-    `    echo "${PUT_TAG} ok $n $code \${etag:--}"`,
-    '  else',
-    // Only the answer's <Code>: an S3 error body may carry the canonical request (with the access key id).
-    '    err=$(sed -n \'s/.*<Code>\\([A-Za-z0-9.]*\\)<\\/Code>.*/\\1/p\' "$t/body" 2>/dev/null | tail -n 1)',
-    `    echo "${PUT_TAG} fail $n $code $rc \${err:--}"`,
-    '    exit 0',
-    '  fi',
-    'done',
-  ].join('\n');
+  const parted = uploads.some((upload) => upload.range);
   return [
     `cd -- ${shellQuote(dir)} || exit ${DIRECT_NO_DIR_EXIT}`,
     `for tool in curl mktemp; do command -v $tool >/dev/null 2>&1 || { echo "$tool not found" >&2; exit ${DIRECT_NO_TOOL_EXIT}; }; done`,
     // An HTTP refusal is judged by its code below; --fail-with-body (curl 7.76+) only where this curl has it.
     "fwb=; curl --help all 2>/dev/null | grep -q -- '--fail-with-body' && fwb=--fail-with-body",
-    ...uploads.some((upload) => upload.range) ? [`command -v dd >/dev/null 2>&1 || { echo 'dd not found' >&2; exit ${DIRECT_NO_TOOL_EXIT}; }`] : [],
+    ...parted ? [`command -v dd >/dev/null 2>&1 || { echo 'dd not found' >&2; exit ${DIRECT_NO_TOOL_EXIT}; }`] : [],
     // The header file, the part and the answer live in a private directory, removed on the way out.
     't=$(umask 077; mktemp -d "${TMPDIR:-/tmp}/runpod-operator-s3.XXXXXX") || exit 1',
     'trap \'rm -rf "$t"\' EXIT',
     `set -- ${shellJoin(args)}`,
-    perUpload,
+    parted ? ONE_CURL_EACH : `if [ -n "$fwb" ]; then\n${ONE_CURL_FOR_ALL}\nelse\n${ONE_CURL_EACH}\nfi`,
   ].join('\n');
 }
+
+/** Reports the failed upload $n from curl's exit $rc and answer $code, with the S3 error code of $t/body. */
+const REPORT_FAILURE = [
+  // Only the answer's <Code>: an S3 error body may carry the canonical request (with the access key id).
+  '    err=$(sed -n \'s/.*<Code>\\([A-Za-z0-9.]*\\)<\\/Code>.*/\\1/p\' "$t/body" 2>/dev/null | tail -n 1)',
+  `    echo "${PUT_TAG} fail $n $code $rc \${err:--}"`,
+].join('\n');
+
+const ONE_CURL_EACH = [
+  'n=0',
+  'while [ $# -gt 0 ]; do',
+  '  n=$((n+1)); f=$1; skip=$2; count=$3; shift 3',
+  `  IFS= read -r url || exit ${DIRECT_SHORT_INPUT_EXIT}`,
+  // The signed headers go into a curl config read from a file: no header value in argv either.
+  '  : >"$t/h"',
+  `  while :; do IFS= read -r h || exit ${DIRECT_SHORT_INPUT_EXIT}; [ -z "$h" ] && break; printf 'header = "%s"\\n' "$h" >>"$t/h"; done`,
+  '  src=./$f',
+  '  if [ "$count" -gt 0 ]; then dd if="./$f" of="$t/part" bs=1048576 skip="$skip" count="$count" 2>/dev/null || { echo "' + PUT_TAG + ' fail $n 000 26 -"; exit 0; }; src=$t/part; fi',
+  // -g: no globbing of the file name; -s without -S: curl's messages are dropped (the exit code says enough).
+  '  code=$(printf \'url = "%s"\\n\' "$url" | curl -s -g -K - -K "$t/h" $fwb --retry 3 --retry-connrefused --connect-timeout 10 -T "$src" -D "$t/head" -o "$t/body" -w \'%{http_code}\')',
+  '  rc=$?; code=${code:-000}',
+  '  if [ $rc -eq 0 ] && [ "$code" -ge 200 ] && [ "$code" -lt 300 ]; then',
+  // Only a part's ETag is used (CompleteMultipartUpload): a whole file skips the three processes.
+  '    etag=-; [ "$count" -gt 0 ] && etag=$(tr -d \'\\r\' <"$t/head" | sed -n \'s/^[Ee][Tt][Aa][Gg]: *//p\' | tail -n 1)',
+  `    echo "${PUT_TAG} ok $n $code \${etag:--}"`,
+  '  else',
+  REPORT_FAILURE,
+  '    exit 0',
+  '  fi',
+  'done',
+].join('\n');
+
+/**
+ * Whole files, one curl: the URLs and headers (read whole first: a short stdin uploads nothing) make
+ * one config that reaches curl on its stdin, an operation per file (`next` between them). A file's
+ * name goes into the config in double quotes; one that a quoted config string cannot hold as it is (a
+ * quote, a backslash, a control character) is named through a link in the private directory instead.
+ * curl prints each answer's code as its operation ends and, with --fail-early, stops at the first that fails.
+ */
+const ONE_CURL_FOR_ALL = [
+  "nl='\n'; tab=$(printf '\\t'); cr=$(printf '\\r')",
+  "cfg=''; n=0",
+  'while [ $# -gt 0 ]; do',
+  '  n=$((n+1)); f=$1; shift 3',
+  `  IFS= read -r url || exit ${DIRECT_SHORT_INPUT_EXIT}`,
+  '  [ $n -eq 1 ] || cfg="${cfg}next${nl}"',
+  '  cfg="${cfg}url = \\"$url\\"${nl}"',
+  `  while :; do IFS= read -r h || exit ${DIRECT_SHORT_INPUT_EXIT}; [ -z "$h" ] && break; cfg="\${cfg}header = \\"$h\\"\${nl}"; done`,
+  '  src=./$f',
+  '  case $f in *[\\"\\\\]* | *"$nl"* | *"$tab"* | *"$cr"*) ln -s "$PWD/$f" "$t/$n" || exit 1; src=$t/$n ;; esac',
+  '  cfg="${cfg}upload-file = \\"$src\\"${nl}globoff${nl}fail-with-body${nl}retry = 3${nl}retry-connrefused${nl}connect-timeout = 10${nl}output = \\"$t/body\\"${nl}write-out = \\"%{http_code}\\\\n\\"${nl}"',
+  'done',
+  "codes=$(printf '%s' \"$cfg\" | curl -s --fail-early -K -)",
+  'rc=$?; n=0',
+  'for code in $codes; do',
+  '  n=$((n+1))',
+  `  if [ "$code" -ge 200 ] && [ "$code" -lt 300 ]; then echo "${PUT_TAG} ok $n $code -"; continue; fi`,
+  '  [ $rc -ne 0 ] || rc=22',
+  REPORT_FAILURE,
+  '  exit 0',
+  'done',
+  // A failure without an answer (no connection, an unreadable file): the operation after the last answered.
+  'if [ $rc -ne 0 ]; then',
+  '  n=$((n+1)); code=000',
+  REPORT_FAILURE,
+  'fi',
+].join('\n');
 
 /** What the upload command reads on stdin for these uploads. */
 export function uploadStdin(uploads: readonly PodUpload[]): string {

@@ -9,8 +9,9 @@
 // part (and the whole file, which must still match the manifest), the controller presigns each
 // UploadPart with its checksum, the pod uploads them, the controller completes the upload, or
 // aborts it on any failure. Requests against the store: 1 per small file; parts + 2 per large one.
-// The PUTs go in batches (one SSH command each, up to 100 PUTs in a row), a few batches at once; a
-// large file's part size grows with it (part-size.ts).
+// The PUTs go in batches (one SSH command each, up to 100 PUTs in a row; a batch of whole files is
+// one curl, one kept-alive connection), a few batches at once; a large file's part size grows with it
+// (part-size.ts).
 import {
   AbortMultipartUploadCommand, CompleteMultipartUploadCommand, CreateMultipartUploadCommand, PutObjectCommand, UploadPartCommand,
   type CompletedPart,
