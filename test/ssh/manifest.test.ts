@@ -29,6 +29,8 @@ const FILES = {
   'with space.bin': 'spaced',
   'sub/deep/nested file': 'nested\n',
   'line\nbreak': 'newline in name',
+  'back\\slash': 'a backslash, which sha256sum would escape',
+  'carriage\rreturn': 'so would a carriage return',
   '-dash': 'leading dash',
   'empty': '',
 };
@@ -71,6 +73,20 @@ void describe('manifestCommand on real shells', () => {
     const run = spawnSync('dash', ['-c', manifestCommand(dir)], { env: { PATH: `${bin}:/usr/bin:/bin` } });
     assert.notEqual(run.status, 0);
   });
+
+  // A batch is one sha256sum: one that skips a file (saying so on stderr only) or answers in another
+  // order must not pair a hash with the wrong file.
+  for (const [how, script] of [
+    ['skips a file', 'for a do case $a in --) ;; ./b) echo "./b: read error" >&2; st=1 ;; *) /usr/bin/sha256sum -- "$a" ;; esac; done'],
+    ['answers in another order', 'r=; for a do [ "$a" = -- ] || r="$a $r"; done; for a in $r; do /usr/bin/sha256sum -- "$a"; done'],
+  ] as const) {
+    void it(`fails when a batch's sha256sum ${how}, never pairing a hash with the wrong file`, () => {
+      const dir = fixture(`batch-${how.replaceAll(' ', '-')}`, { 'a': 'x', 'b': 'y', 'c': 'z' });
+      const bin = toolsDir(`sha256sum-that-${how.replaceAll(' ', '-')}`, { sha256sum: `#!/bin/sh\nst=0\n${script}\nexit $st\n` });
+      const run = spawnSync('dash', ['-c', manifestCommand(dir)], { env: { PATH: `${bin}:/usr/bin:/bin` } });
+      assert.notEqual(run.status, 0, `a manifest came out: ${run.stdout.toString()}`);
+    });
+  }
 
   void it('exits with MANIFEST_NO_TOOL_EXIT when the pod has no sha256sum', () => {
     const dir = fixture('no-tool', { 'ok': 'x' });
