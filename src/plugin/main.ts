@@ -1,15 +1,12 @@
 // kubectl-runpod: the `kubectl runpod` plugin. kubectl finds it on PATH and runs it with the user's
 // arguments; it uses the user's kubeconfig and RBAC only (it never talks to the controller). kubectl's
 // habits: -n, --context, --kubeconfig, -A, --help; bad input is one sentence and a non-zero exit.
+//
+// A command loads only what it uses (the cluster client, SSH, the S3 SDK, each some tenths of a second
+// of start-up), so --help and a mistyped flag answer at once.
 import { parseArgs } from 'node:util';
-import { describeError } from '../kube/errors.ts';
-import { loadTarget } from './cluster.ts';
+import { RUNPOD_API_URL_ENV } from './env.ts';
 import { PluginError } from './errors.ts';
-import { logs } from './logs.ts';
-import { results } from './results.ts';
-import { cost, setSpec } from './runs.ts';
-import { ssh } from './ssh.ts';
-import { runpodApiUrl, RUNPOD_API_URL_ENV, systemLogs } from './system-logs.ts';
 
 export const usage = `kubectl runpod: the RunpodRuns of your cluster, from the terminal.
 
@@ -61,7 +58,7 @@ export async function main(argv: readonly string[], out: NodeJS.WritableStream =
       (command === undefined && !values.help ? err : out).write(usage);
       return command === undefined && !values.help ? 1 : 0;
     }
-    const target = () => loadTarget({ kubeconfig: values.kubeconfig, context: values.context, namespace: values.namespace });
+    const target = async () => (await import('./cluster.ts')).loadTarget({ kubeconfig: values.kubeconfig, context: values.context, namespace: values.namespace });
     const needsRun = (): string => {
       if (!name) throw new PluginError(`kubectl runpod ${command} needs the run's name: kubectl runpod ${command} RUN`);
       if (extra.length > 0) throw new PluginError(`unexpected argument "${extra[0] ?? ''}"${command === 'ssh' ? ' (a remote command goes after --)' : ''}`);
@@ -73,25 +70,35 @@ export async function main(argv: readonly string[], out: NodeJS.WritableStream =
         const [run, follow, tail] = [needsRun(), values.follow ?? false, tailOf(values.tail)];
         if (sourceOf(values.source) === 'job') {
           if (values.since !== undefined) throw new PluginError('--since applies to --source system only: the job\'s log lines carry no timestamps', 2);
-          return await logs(target(), run, { follow, tail, out, err });
+          const { logs } = await import('./logs.ts');
+          return await logs(await target(), run, { follow, tail, out, err });
         }
+        const { runpodApiUrl, systemLogs } = await import('./system-logs.ts');
         const options = { follow, tail, since: sinceOf(values.since, 2), apiUrl: runpodApiUrl(values['runpod-api-url']), out, err };
-        return await systemLogs(target(), run, options);
+        return await systemLogs(await target(), run, options);
       }
-      case 'ssh': return await ssh(target(), needsRun(), remote);
+      case 'ssh': {
+        const run = needsRun();
+        return await (await import('./ssh.ts')).ssh(await target(), run, remote);
+      }
       case 'results':
         if (extra.length > 1) throw new PluginError(`unexpected argument "${extra[1] ?? ''}": kubectl runpod results RUN [DIR]`);
         if (!name) throw new PluginError('kubectl runpod results needs the run\'s name: kubectl runpod results RUN [DIR]');
-        return await results(target(), name, extra[0] ?? '.', out, err);
-      case 'cost':
+        return await (await import('./results.ts')).results(await target(), name, extra[0] ?? '.', out, err);
+      case 'cost': {
         if (name) throw new PluginError(`unexpected argument "${name}": kubectl runpod cost takes no run`);
-        return await cost(target(), values['all-namespaces'] ?? false, sinceOf(values.since), out);
-      case 'cancel': return await setSpec(target(), needsRun(), { cancel: true }, out);
-      case 'keep': return await setSpec(target(), needsRun(), { keepPod: !(values.off ?? false) }, out);
+        const since = sinceOf(values.since);
+        return await (await import('./runs.ts')).cost(await target(), values['all-namespaces'] ?? false, since, out);
+      }
+      case 'cancel':
+      case 'keep': {
+        const [run, change] = [needsRun(), command === 'cancel' ? { cancel: true } : { keepPod: !(values.off ?? false) }];
+        return await (await import('./runs.ts')).setSpec(await target(), run, change, out);
+      }
       default: throw new PluginError(`unknown command "${command}"; see kubectl runpod --help`);
     }
   } catch (error) {
-    err.write(`error: ${error instanceof PluginError ? error.message : describeError(error)}\n`);
+    err.write(`error: ${error instanceof PluginError ? error.message : (await import('../kube/errors.ts')).describeError(error)}\n`);
     return error instanceof PluginError ? error.exitCode : 1;
   }
 }

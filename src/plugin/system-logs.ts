@@ -8,11 +8,11 @@ import { Agent, request } from 'undici';
 import { z } from 'zod';
 import type { RunpodRun } from '../api/runpodrun.ts';
 import { getRun, getRunpodKey, type Target } from './cluster.ts';
+import { RUNPOD_API_URL_ENV } from './env.ts';
 import { PluginError } from './errors.ts';
 import { SseParser } from '../sse.ts';
 
 /** The controller's environment variable for its --runpod-api-url (src/config.ts envName): a shell that runs both sets it once. */
-export const RUNPOD_API_URL_ENV = 'RUNPOD_OPERATOR_RUNPOD_API_URL';
 const DEFAULT_API_URL = 'https://api.runpod.io/v2';
 /** The most lines the stream replays (its `tail` maximum). */
 const MAX_TAIL = 5000;
