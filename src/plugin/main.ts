@@ -2,8 +2,8 @@
 // arguments; it uses the user's kubeconfig and RBAC only (it never talks to the controller). kubectl's
 // habits: -n, --context, --kubeconfig, -A, --help; bad input is one sentence and a non-zero exit.
 //
-// A command loads only what it uses (the cluster client, SSH, the S3 SDK, each some tenths of a second
-// of start-up), so --help and a mistyped flag answer at once.
+// A command loads only what it uses (the cluster client alone is about a second of start-up; SSH and
+// the S3 SDK some tenths more), so --help and a mistyped flag answer at once.
 import { parseArgs } from 'node:util';
 import { RUNPOD_API_URL_ENV } from './env.ts';
 import { PluginError } from './errors.ts';
