@@ -101,11 +101,11 @@ const ONE_CURL_EACH = [
  * Whole files, one curl: the URLs and headers (read whole first: a short stdin uploads nothing) make
  * one config that reaches curl on its stdin, an operation per file (`next` between them). A file's
  * name goes into the config in double quotes; one that a quoted config string cannot hold as it is (a
- * quote, a backslash, a control character) is named through a link in the private directory instead.
+ * quote, a backslash, a line break) is named through a link in the private directory instead.
  * curl prints each answer's code as its operation ends and, with --fail-early, stops at the first that fails.
  */
 const ONE_CURL_FOR_ALL = [
-  "nl='\n'; tab=$(printf '\\t'); cr=$(printf '\\r')",
+  "nl='\n'; cr=$(printf '\\r')",
   "cfg=''; n=0",
   'while [ $# -gt 0 ]; do',
   '  n=$((n+1)); f=$1; shift 3',
@@ -114,7 +114,7 @@ const ONE_CURL_FOR_ALL = [
   '  cfg="${cfg}url = \\"$url\\"${nl}"',
   `  while :; do IFS= read -r h || exit ${DIRECT_SHORT_INPUT_EXIT}; [ -z "$h" ] && break; cfg="\${cfg}header = \\"$h\\"\${nl}"; done`,
   '  src=./$f',
-  '  case $f in *[\\"\\\\]* | *"$nl"* | *"$tab"* | *"$cr"*) ln -s "$PWD/$f" "$t/$n" || exit 1; src=$t/$n ;; esac',
+  '  case $f in *[\\"\\\\]* | *"$nl"* | *"$cr"*) ln -s "$PWD/$f" "$t/$n" || exit 1; src=$t/$n ;; esac',
   '  cfg="${cfg}upload-file = \\"$src\\"${nl}globoff${nl}fail-with-body${nl}retry = 3${nl}retry-connrefused${nl}connect-timeout = 10${nl}output = \\"$t/body\\"${nl}write-out = \\"%{http_code}\\\\n\\"${nl}"',
   'done',
   "codes=$(printf '%s' \"$cfg\" | curl -s --fail-early -K -)",

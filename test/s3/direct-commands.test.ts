@@ -17,8 +17,8 @@ import { startObjectStore, type ObjectStore } from './seaweedfs.ts';
 
 const BUCKET = 'direct-commands';
 const MIB = 1024 * 1024;
-// The last three a quoted curl config string cannot hold as they are (a quote, a backslash, a newline).
-const NAMES = ['a b.txt', '-n', '[x]{y}*', "it's", 'say "hi".txt', 'c:\\dir.txt', 'two\nlines.txt'];
+// A tab a quoted curl config string holds as it is; the last three it cannot (a quote, a backslash, a newline).
+const NAMES = ['a b.txt', '-n', '[x]{y}*', "it's", 'a\ttab.txt', 'say "hi".txt', 'c:\\dir.txt', 'two\nlines.txt'];
 
 describe('the direct path\'s pod commands', () => {
   let store: ObjectStore;
