@@ -3,7 +3,7 @@
 //   node_modules/.bin/node bench/sim.bench.ts
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
-import { assertNoLeaks, simPods } from '../test/runpod-sim/client.ts';
+import { assertNoLeaks, simPods, simPodsWithProcesses } from '../test/runpod-sim/client.ts';
 import { startSimulator } from '../test/runpod-sim/server.ts';
 import { call, field, keyPair, sshdPodBody } from '../test/runpod-sim/testkit.ts';
 
@@ -79,7 +79,7 @@ try {
 
   // Memory: every process of each idle pod (holder, relay to the API, container, sshd, sleep).
   await new Promise((resolve) => setTimeout(resolve, 500));
-  const pods = (await simPods(sim.adminUrl)).filter((pod) => pod.deletedAt === null);
+  const pods = (await simPodsWithProcesses(sim.adminUrl)).filter((pod) => pod.deletedAt === null);
   const perPod = pods.map((pod) => ({
     rss: pod.processes.reduce((sum, proc) => sum + proc.rssKb, 0),
     pss: pod.processes.reduce((sum, proc) => sum + pssKb(proc.pid), 0),

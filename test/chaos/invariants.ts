@@ -2,7 +2,7 @@
 // its created/deleted times), what the API server shows, and what the result store holds.
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { SimPod } from '../runpod-sim/client.ts';
+import type { SimPod, SimPodWithProcesses } from '../runpod-sim/client.ts';
 import { isTerminalPhase, type RunBook, type RunEntry } from './runbook.ts';
 import { noChanceMs, type Destruction } from './leader-time.ts';
 import { exitsZero } from './workload.ts';
@@ -31,7 +31,7 @@ export function runsNotTerminal(runs: Runs): Figure {
 }
 
 /** Pods alive after every run was deleted, and processes of deleted pods still on the machine. */
-export function podsLeaked(pods: SimPod[]): Figure {
+export function podsLeaked(pods: SimPodWithProcesses[]): Figure {
   const alive = pods.filter((pod) => pod.deletedAt === null);
   const lingering = pods.filter((pod) => pod.deletedAt !== null && pod.processes.length > 0);
   return figure('pods leaked', alive.length + lingering.length, [

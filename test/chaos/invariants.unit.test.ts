@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { RunpodRunStatus } from '../../src/api/status.ts';
-import type { SimPod } from '../runpod-sim/client.ts';
+import type { SimPod, SimPodWithProcesses } from '../runpod-sim/client.ts';
 import { billedPastDeadline, malformedKeyRunsNotHeld, resultsLostOrUnverified, retriesPastLimit } from './invariants.ts';
 import { destructionOf, leaderMsBetween, type Term } from './leader-time.ts';
 import type { FaultRecord } from './session.ts';
@@ -28,7 +28,7 @@ function book(kind: RunKind, overrides: Partial<RunEntry['planned']>): { entries
   return { entries: new Map([['run-1', entry]]), byUid: (uid) => (uid === 'uid-1' ? entry : undefined) };
 }
 
-const pod = (createdAt: number, deletedAt: number): SimPod => ({
+const pod = (createdAt: number, deletedAt: number): SimPodWithProcesses => ({
   id: 'pod-1', name: 'run-1-1', status: 'TERMINATED', env: { RUNPOD_OPERATOR_RUN: 'uid-1' }, gpuTypeId: 'g', gpuCount: 1, costPerHr: 1,
   dataCenterId: 'dc', createdAt: iso(createdAt), startedAt: iso(createdAt), deletedAt: iso(deletedAt), deletedBy: 'account', restarts: 0,
   sshPort: null, ready: false, podApiKey: 'k', clockOffsetSeconds: 0, processes: [],

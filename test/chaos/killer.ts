@@ -6,7 +6,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { podPath } from '../../src/pod/index.ts';
-import { injectFault, simPods } from '../runpod-sim/client.ts';
+import { injectFault, simPods, simPodsWithProcesses } from '../runpod-sim/client.ts';
 import type { ControllerProcess } from './controller.ts';
 import type { Answer, Exchange, Handler } from './proxy.ts';
 import type { RunBook } from './runbook.ts';
@@ -209,7 +209,7 @@ export class Killer {
   async #markerPaths(): Promise<{ run: string; uid: string; marker: string }[]> {
     const wanted = new Map(this.#retrievingRuns().map((entry) => [entry.uid!, entry.planned.name]));
     if (wanted.size === 0) return [];
-    const pods = await simPods(this.#options.adminUrl).catch(() => []);
+    const pods = await simPodsWithProcesses(this.#options.adminUrl).catch(() => []);
     const out: { run: string; uid: string; marker: string }[] = [];
     for (const pod of pods) {
       const uid = pod.env.RUNPOD_OPERATOR_RUN;

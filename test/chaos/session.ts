@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { injectFault, simPods, simStats, type SimStats } from '../runpod-sim/client.ts';
+import { injectFault, simPods, simPodsWithProcesses, simStats, type SimStats } from '../runpod-sim/client.ts';
 import { startSimulator, type SimConfigInput } from '../runpod-sim/server.ts';
 import { runKubectl } from '../support/kubectl.ts';
 import { ControllerProcess } from './controller.ts';
@@ -183,10 +183,10 @@ export async function runSession(options: SessionOptions): Promise<SessionReport
       leftover = await runs.list();
     }
     // What the finalizer waited for is done: nothing of ours may bill now (a few seconds for processes to go).
-    let pods = await simPods(sim.adminUrl);
+    let pods = await simPodsWithProcesses(sim.adminUrl);
     for (let i = 0; i < 15 && podsLeaked(pods).value > 0; i++) {
       await sleep(1000);
-      pods = await simPods(sim.adminUrl);
+      pods = await simPodsWithProcesses(sim.adminUrl);
     }
     const now = Date.now();
     const terms = readLeaderTerms(controllerLog, killer.records.map((kill) => started + (kill.atMs ?? 0)), now);

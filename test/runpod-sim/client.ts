@@ -25,8 +25,8 @@ const simPodSchema = z.object({
   ready: z.boolean(),
   podApiKey: z.string(),
   clockOffsetSeconds: z.number(),
-  processes: z.array(procSchema),
 });
+const simPodWithProcessesSchema = simPodSchema.extend({ processes: z.array(procSchema) });
 
 const statsSchema = z.object({
   requests: z.array(
@@ -36,6 +36,7 @@ const statsSchema = z.object({
 });
 
 export type SimPod = z.infer<typeof simPodSchema>;
+export type SimPodWithProcesses = z.infer<typeof simPodWithProcessesSchema>;
 export type SimStats = z.infer<typeof statsSchema>;
 
 async function getJson(url: string): Promise<unknown> {
@@ -44,9 +45,14 @@ async function getJson(url: string): Promise<unknown> {
   return response.json();
 }
 
-/** Every pod the simulator ever created, alive or deleted, with the processes it still has. */
+/** Every pod the simulator ever created, alive or deleted. */
 export async function simPods(adminUrl: string): Promise<SimPod[]> {
   return z.object({ pods: z.array(simPodSchema) }).parse(await getJson(`${adminUrl}/pods`)).pods;
+}
+
+/** Every pod with the processes it still has on the machine (a scan of /proc: for leak checks, not for polling a state). */
+export async function simPodsWithProcesses(adminUrl: string): Promise<SimPodWithProcesses[]> {
+  return z.object({ pods: z.array(simPodWithProcessesSchema) }).parse(await getJson(`${adminUrl}/pods?processes=1`)).pods;
 }
 
 export async function simStats(adminUrl: string): Promise<SimStats> {
@@ -111,20 +117,20 @@ export async function injectFault(adminUrl: string, fault: FaultInput): Promise<
   if (!response.ok) throw new Error(`injecting ${fault.fault}: ${response.status} ${await response.text()}`);
 }
 
-/**
- * Throws, listing them, if any pod is still alive or any process of a deleted pod is still on the
- * machine. Processes get `graceMs` to go (a delete already waits for them; a delayed vanish may not).
- */
 /** The account key stops authenticating, as when it is deleted in the console (401 from then on). */
 export async function revokeSimKey(adminUrl: string, key: string): Promise<void> {
   const response = await fetch(`${adminUrl}/keys/${encodeURIComponent(key)}`, { method: 'DELETE' });
   if (!response.ok) throw new Error(`revoke key: ${response.status} ${await response.text()}`);
 }
 
+/**
+ * Throws, listing them, if any pod is still alive or any process of a deleted pod is still on the
+ * machine. Processes get `graceMs` to go (a delete already waits for them; a delayed vanish may not).
+ */
 export async function assertNoLeaks(adminUrl: string, graceMs = 2000): Promise<void> {
   const deadline = Date.now() + graceMs;
   for (;;) {
-    const pods = await simPods(adminUrl);
+    const pods = await simPodsWithProcesses(adminUrl);
     const alive = pods.filter((pod) => pod.deletedAt === null);
     if (alive.length > 0) {
       throw new Error(`pods left alive: ${alive.map((pod) => `${pod.id} (${pod.name}, ${pod.status})`).join(', ')}`);

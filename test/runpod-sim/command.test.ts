@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { assertNoLeaks, simPodLogs, simPods } from './client.ts';
+import { assertNoLeaks, simPodLogs, simPods, simPodsWithProcesses } from './client.ts';
 import { parseConfig } from './config.ts';
 import { startSimulator, type RunningSimulator } from './server.ts';
 import { call, field, keyPair, shArgs, sshConnect, sshConnectOnce, sshExec, waitForSsh } from './testkit.ts';
@@ -90,7 +90,7 @@ describe('the container command', () => {
     const builtin = await create('builtin', { args: "exec sh -c 'sleep 1000'" });
     const logs = await logsOf(builtin, /container exited[^]*container exited/);
     assert.doesNotMatch(logs, /sleep 1000/);
-    const pods = await simPods(sim.adminUrl);
+    const pods = await simPodsWithProcesses(sim.adminUrl);
     assert.ok(pods.find((p) => p.id === viaShell)?.processes.some((proc) => proc.command === 'sleep 1000'));
     assert.ok((pods.find((p) => p.id === builtin)?.restarts ?? 0) >= 1, 'exec is not a program: the container restart-loops');
     await remove(viaShell);
@@ -119,7 +119,7 @@ describe('the container command', () => {
   test('empty args run pods.defaultArgs (the image CMD), split the same way', async () => {
     const id = await create('default', { args: '' });
     await eventually('sleep infinity', async () =>
-      (await simPods(sim.adminUrl)).find((p) => p.id === id)?.processes.some((proc) => proc.command === 'sleep infinity') || undefined);
+      (await simPodsWithProcesses(sim.adminUrl)).find((p) => p.id === id)?.processes.some((proc) => proc.command === 'sleep infinity') || undefined);
     await remove(id);
     await assertNoLeaks(sim.adminUrl);
   });
@@ -137,7 +137,7 @@ describe('the container command', () => {
     const port = await waitForSsh(sim, KEY, id);
     const pod = (await call(sim, 'GET', `/v2/pods/${id}`, { key: KEY })).body;
     assert.deepEqual(field(pod, 'runtime', 'ports'), [{ private: 22, public: port, type: 'tcp', ip: '127.0.0.1' }]);
-    assert.equal((await simPods(sim.adminUrl)).find((p) => p.id === id)?.processes.some((proc) => proc.command.startsWith('/usr/sbin/sshd')), false, 'published before sshd runs');
+    assert.equal((await simPodsWithProcesses(sim.adminUrl)).find((p) => p.id === id)?.processes.some((proc) => proc.command.startsWith('/usr/sbin/sshd')), false, 'published before sshd runs');
     assert.equal(await firstContact(port), 'dropped');
     await assert.rejects(sshConnectOnce(port, host, client));
     const conn = await sshConnect(port, host, client);

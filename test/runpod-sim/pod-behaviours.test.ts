@@ -3,7 +3,7 @@
 // read its pod but not delete it, an image without curl.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { assertNoLeaks, injectFault, simPodLogs, simPods } from './client.ts';
+import { assertNoLeaks, injectFault, simPodLogs, simPods, simPodsWithProcesses } from './client.ts';
 import { startSimulator, type RunningSimulator } from './server.ts';
 import { call, field, shArgs, waitForSsh } from './testkit.ts';
 import { eventually } from '../support/eventually.ts';
@@ -11,7 +11,7 @@ import { eventually } from '../support/eventually.ts';
 const KEY = 'sim-test-account-key-behaviours';
 
 async function sleepers(sim: RunningSimulator, id: string): Promise<number> {
-  const pod = (await simPods(sim.adminUrl)).find((p) => p.id === id);
+  const pod = (await simPodsWithProcesses(sim.adminUrl)).find((p) => p.id === id);
   return pod?.processes.filter((proc) => proc.command.startsWith('sleep 4242')).length ?? -1;
 }
 

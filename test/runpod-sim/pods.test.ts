@@ -2,7 +2,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { assertNoLeaks, simPodLogs, simPods } from './client.ts';
+import { assertNoLeaks, simPodLogs, simPods, simPodsWithProcesses } from './client.ts';
 import { startSimulator, type RunningSimulator } from './server.ts';
 import { call, envOf, field, keyPair, shArgs, sshConnect, sshdPodBody, sshExec, waitForSsh } from './testkit.ts';
 import { eventually } from '../support/eventually.ts';
@@ -128,12 +128,15 @@ describe('real pods', () => {
     const created = await call(sim, 'POST', '/v2/pods', { key: KEY, body: { name: 'tree', image: 'x', gpu: { id: 'NVIDIA A40' }, args } });
     const id = String(field(created.body, 'id'));
     const before = await eventually('the tree to start', async () => {
-      const pod = (await simPods(sim.adminUrl)).find((p) => p.id === id);
+      const pod = (await simPodsWithProcesses(sim.adminUrl)).find((p) => p.id === id);
       return pod && pod.processes.filter((proc) => proc.command.startsWith('sleep 300')).length === 4 ? pod : undefined;
     });
     assert.ok(before.processes.length >= 6);
+    // Without ?processes=1 the list is only the pods' states: no /proc scan for a poll.
+    const plain = await (await fetch(`${sim.adminUrl}/pods`)).json() as { pods: Record<string, unknown>[] };
+    assert.deepEqual(plain.pods.filter((p) => 'processes' in p), []);
     assert.equal((await call(sim, 'DELETE', `/v2/pods/${id}`, { key: KEY })).status, 204);
-    const afterDelete = (await simPods(sim.adminUrl)).find((p) => p.id === id);
+    const afterDelete = (await simPodsWithProcesses(sim.adminUrl)).find((p) => p.id === id);
     assert.deepEqual(afterDelete?.processes, []);
     assert.equal(afterDelete.status, 'TERMINATED');
     assert.equal(afterDelete.deletedBy, 'account');
@@ -173,7 +176,7 @@ describe('real pods', () => {
     assert.deepEqual(field(stopped.body, 'actions'), ['start', 'terminate']);
     assert.equal(field(stopped.body, 'ssh', 'direct'), null);
     assert.equal(field(stopped.body, 'runtime'), null);
-    const whileStopped = (await simPods(sim.adminUrl)).find((p) => p.id === id);
+    const whileStopped = (await simPodsWithProcesses(sim.adminUrl)).find((p) => p.id === id);
     assert.ok(whileStopped?.processes.every((proc) => !proc.command.includes('sshd')), 'sshd killed by stop');
     const conflict = await call(sim, 'POST', `/v2/pods/${id}/action`, { key: KEY, body: { action: 'stop' } });
     assert.equal(conflict.status, 409);

@@ -4,7 +4,7 @@
 // with it the pod runs.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { assertNoLeaks, podLogUntil, simPodLogs, simPods } from './client.ts';
+import { assertNoLeaks, podLogUntil, simPodLogs, simPods, simPodsWithProcesses } from './client.ts';
 import { createSimRegistry } from './resources-client.ts';
 import { startSimulator, type RunningSimulator } from './server.ts';
 import { call, field, keyPair, sshConnect, sshdPodBody, sshExec, waitForSsh, type ApiResponse } from './testkit.ts';
@@ -91,7 +91,7 @@ describe('registry credentials and private images', () => {
 
     const pod = (await v2('GET', `/v2/pods/${id}`, KEY)).body;
     assert.deepEqual([field(pod, 'status'), field(pod, 'ssh', 'direct'), field(pod, 'runtime'), field(pod, 'cost'), field(pod, 'startedAt')], ['RUNNING', null, null, 0.69, null]);
-    const sim0 = (await simPods(sim.adminUrl)).find((candidate) => candidate.id === id);
+    const sim0 = (await simPodsWithProcesses(sim.adminUrl)).find((candidate) => candidate.id === id);
     assert.deepEqual([sim0?.ready, sim0?.sshPort, sim0?.processes.length], [false, null, 0]);
     assert.equal(await simPodLogs(sim.adminUrl, id), '');
 
