@@ -23,20 +23,22 @@ type NotYet = undefined | null | false;
 
 /**
  * Polls `probe` every `everyMs` until it returns something other than undefined, null or false, and
- * returns that; fails naming `what` after `timeoutMs`.
+ * returns that; fails naming `what` after `timeoutMs`. `pause` waits between looks (a watch may end it
+ * sooner: see run-changes.ts).
  */
 export async function eventually<T>(
   what: string,
   probe: () => T | NotYet | Promise<T | NotYet>,
   timeoutMs = EVENTUALLY_MS,
   everyMs = POLL_MS,
+  pause: (ms: number) => Promise<unknown> = sleep,
 ): Promise<Exclude<T, NotYet>> {
   const giveUp = Date.now() + timeoutMs;
   for (;;) {
     const found = await probe();
     if (found !== undefined && found !== null && found !== false) return found as Exclude<T, NotYet>;
     if (Date.now() > giveUp) throw new Error(`gave up waiting for ${what} (${timeoutMs} ms)`);
-    await sleep(everyMs);
+    await pause(everyMs);
   }
 }
 

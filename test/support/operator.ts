@@ -16,6 +16,7 @@ import { startSimulator, type RunningSimulator, type SimConfigInput } from '../r
 import { createTestNamespace, testCluster } from './cluster.ts';
 import { eventually, EVENTUALLY_MS } from './eventually.ts';
 import { kubectl } from './kubectl.ts';
+import { RunChanges } from './run-changes.ts';
 
 export const testApiKey = 'rpa_TESTKEY_DO_NOT_LOG_4f1c9b7e2a6d';
 
@@ -78,6 +79,7 @@ export async function startWorld(prefix: string, options: WorldOptions = {}): Pr
   const resultsDir = mkdtempSync(join(tmpdir(), `results-${prefix}-`));
   let controller: RunningController | undefined;
   const objects = kubeConfig.makeApiClient(CustomObjectsApi);
+  const changes = new RunChanges(kubeConfig, `/apis/${group}/${version}/namespaces/${namespace}/${plural}`);
 
   // Set-up, not the subject: through the API (a kubectl process costs some 0.2 s of CPU, in every world).
   await kubeConfig.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace, body: { metadata: { name: 'runpod' }, stringData: { apiKey: testApiKey } } });
@@ -116,12 +118,14 @@ export async function startWorld(prefix: string, options: WorldOptions = {}): Pr
     },
     async waitForRun(name, what, predicate, timeoutMs = EVENTUALLY_MS) {
       let last: RunpodRun | undefined;
+      let seen = 0;
       try {
-        // Twice a second: a handful of tests waiting side by side are not what loads the API server.
+        // At the run's next change (a watch), and every 2 s whatever the watch does.
         return await eventually(`${name} to be ${what}`, async () => {
+          seen = changes.generation;
           last = await world.run(name);
           return last && predicate(last) ? last : undefined;
-        }, timeoutMs, 500);
+        }, timeoutMs, 2000, (ms) => changes.after(seen, ms));
       } catch (error) {
         return assert.fail(`${(error as Error).message}; last status: ${JSON.stringify(last?.status)}`);
       }
@@ -142,6 +146,7 @@ export async function startWorld(prefix: string, options: WorldOptions = {}): Pr
         console.error(`controller log: ${file}`);
         throw error;
       } finally {
+        await changes.stop();
         await world.stopController();
         await sim.stop();
         rmSync(resultsDir, { recursive: true, force: true });

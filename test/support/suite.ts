@@ -1,6 +1,6 @@
 // `npm test`'s integration tier: one control plane for the suite, then two runners side by side. The files
 // that start pods, controllers or servers of their own run a process each, four at once; the light ones
-// (the simulator's, kube/'s and the Runpod client's) run in one process, where client-node loads once
+// (the simulator's, kube/'s, the Runpod client's and support/'s) run in one process, where client-node loads once
 // instead of 25 times (measured: 32.7 CPU-s instead of 54.4; the suite is bound by CPU). Their output is
 // printed when they end, whole; the main runner's comes as it goes and ends the log with its slowest files
 // and what failed.
@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { globSync } from 'node:fs';
 import { globalSetup, globalTeardown } from '../global-setup.ts';
 
-const LIGHT = /^test\/(runpod-sim|kube|runpod)\/[^/]+\.test\.ts$/;
+const LIGHT = /^test\/(runpod-sim|kube|runpod|support)\/[^/]+\.test\.ts$/;
 const reporters = ['--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=./test/support/slowest-files.ts', '--test-reporter-destination=stdout'];
 
 const files = globSync('test/**/*.test.ts').filter((file) => !file.endsWith('.unit.test.ts')).sort();
