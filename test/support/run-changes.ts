@@ -52,6 +52,8 @@ export class RunChanges {
     if (this.#watch || this.#stopped || Date.now() - this.#openedAt < 1000) return;
     this.#openedAt = Date.now();
     const ended = (): void => {
+      // Once only, and never for a later watch: one left unreferenced would outlive stop().
+      if (this.#watch !== watch) return;
       this.#watch = undefined;
       // Its waits look again now (and open the next watch): none is left waiting out its whole pause blind.
       for (const wake of [...this.#wakers]) wake();
