@@ -66,6 +66,10 @@ export function uploadCommand(dir: string, uploads: readonly PodUpload[]): strin
   ].join('\n');
 }
 
+/** How every upload's curl connects and retries: config lines for the batch's one curl, flags for one curl each. */
+const CURL_POLICY = ['globoff', 'retry = 3', 'retry-connrefused', 'connect-timeout = 10'];
+const CURL_POLICY_FLAGS = CURL_POLICY.map((line) => `--${line.replace(' = ', ' ')}`).join(' ');
+
 /** Reports the failed upload $n from curl's exit $rc and answer $code, with the S3 error code of $t/body. */
 const REPORT_FAILURE = [
   // Only the answer's <Code>: an S3 error body may carry the canonical request (with the access key id).
@@ -83,8 +87,8 @@ const ONE_CURL_EACH = [
   `  while :; do IFS= read -r h || exit ${DIRECT_SHORT_INPUT_EXIT}; [ -z "$h" ] && break; printf 'header = "%s"\\n' "$h" >>"$t/h"; done`,
   '  src=./$f',
   '  if [ "$count" -gt 0 ]; then dd if="./$f" of="$t/part" bs=1048576 skip="$skip" count="$count" 2>/dev/null || { echo "' + PUT_TAG + ' fail $n 000 26 -"; exit 0; }; src=$t/part; fi',
-  // -g: no globbing of the file name; -s without -S: curl's messages are dropped (the exit code says enough).
-  '  code=$(printf \'url = "%s"\\n\' "$url" | curl -s -g -K - -K "$t/h" $fwb --retry 3 --retry-connrefused --connect-timeout 10 -T "$src" -D "$t/head" -o "$t/body" -w \'%{http_code}\')',
+  // globoff: no globbing of the file name; -s without -S: curl's messages are dropped (the exit code says enough).
+  `  code=$(printf 'url = "%s"\\n' "$url" | curl -s -K - -K "$t/h" $fwb ${CURL_POLICY_FLAGS} -T "$src" -D "$t/head" -o "$t/body" -w '%{http_code}')`,
   '  rc=$?; code=${code:-000}',
   '  if [ $rc -eq 0 ] && [ "$code" -ge 200 ] && [ "$code" -lt 300 ]; then',
   // Only a part's ETag is used (CompleteMultipartUpload): a whole file skips the three processes.
@@ -115,7 +119,7 @@ const ONE_CURL_FOR_ALL = [
   `  while :; do IFS= read -r h || exit ${DIRECT_SHORT_INPUT_EXIT}; [ -z "$h" ] && break; cfg="\${cfg}header = \\"$h\\"\${nl}"; done`,
   '  src=./$f',
   '  case $f in *[\\"\\\\]* | *"$nl"* | *"$cr"*) ln -s "$PWD/$f" "$t/$n" || exit 1; src=$t/$n ;; esac',
-  '  cfg="${cfg}upload-file = \\"$src\\"${nl}globoff${nl}fail-with-body${nl}retry = 3${nl}retry-connrefused${nl}connect-timeout = 10${nl}output = \\"$t/body\\"${nl}write-out = \\"%{http_code}\\\\n\\"${nl}"',
+  `  cfg="\${cfg}upload-file = \\"$src\\"\${nl}${CURL_POLICY.map((line) => `${line}\${nl}`).join('')}fail-with-body\${nl}output = \\"$t/body\\"\${nl}write-out = \\"%{http_code}\\\\n\\"\${nl}"`,
   'done',
   "codes=$(printf '%s' \"$cfg\" | curl -s --fail-early -K -)",
   'rc=$?; n=0',
