@@ -20,20 +20,26 @@ export type PodStateOptions = z.input<typeof stateOptionsSchema>;
 
 /**
  * One short command for a poll: the verdicts, the job's state and the end of its log, on one line
- * `runpod-operator-state v=1 now=… bootstrap=<b64|-> watchdog=<b64|-> job=<none|starting|running|
- * exited|lost> started=… ended=… exit=… pid=… cancelled=0|1 retrieved=0|1 keep=0|1|- delete=<b64|-> log=<b64|->`
- * (numbers or `-`; free text in base64). Read-only.
+ * `runpod-operator-state v=1 now=… bootstrap=<ok|b64|-> watchdog=<ok|b64|-> job=<none|starting|running|
+ * exited|lost> started=… ended=… exit=… pid=… cancelled=0|1 retrieved=0|1 keep=0|1|- delete=<ok|b64|-> log=<b64|->`
+ * (numbers or `-`; free text `ok` when a file is that one line, else in base64). Read-only.
+ *
+ * It runs on every ready pod at every poll, so it starts as few processes as it can: the shell's own
+ * `read` and `[` read the files into variables (a command substitution would fork a subshell each), a
+ * verdict of `ok` is written as it is (no base64), and the log's end, which only a job that exited
+ * needs (its last lines go into an event), is read only then. A running job's poll starts one
+ * process: `date`.
  */
 export function podStateCommand(options: PodStateOptions = {}): string {
   const { stateDir, logTailBytes } = stateOptionsSchema.parse(options);
   return [
     `cd ${shellQuote(stateDir)} 2>/dev/null || { echo '${STATE_TAG} v=1 statedir=missing'; exit 0; }`,
-    "b64() { if [ -f \"$1\" ]; then base64 <\"$1\" | tr -d '\\n'; else printf -; fi; }",
-    "num() { v=''; if [ -f \"$1\" ]; then IFS= read -r v <\"$1\"; fi; case $v in '' | *[!0-9]*) printf - ;; *) printf '%s' \"$v\" ;; esac; }",
-    "flag() { if [ -e \"$1\" ]; then printf 1; else printf 0; fi; }",
+    // Each sets the variable named by $1 from the file $2 ($1 is always one of the names below).
+    "text() { t=-; if [ -f \"$2\" ]; then l=''; m=''; if { IFS= read -r l; ! IFS= read -r m && [ -z \"$m\" ]; } <\"$2\" && [ \"$l\" = ok ]; then t=ok; else t=$(base64 <\"$2\" | tr -d '\\n'); fi; fi; eval \"$1=\\$t\"; }",
+    "num() { v=''; if [ -f \"$2\" ]; then IFS= read -r v <\"$2\"; fi; case $v in '' | *[!0-9]*) v=- ;; esac; eval \"$1=\\$v\"; }",
+    "flag() { if [ -e \"$2\" ]; then eval \"$1=1\"; else eval \"$1=0\"; fi; }",
     "now=$(date +%s); case $now in '' | *[!0-9]*) now=0 ;; esac",
-    `started=$(num ${F.jobStarted})`,
-    `sup=$(num ${F.jobSupervisor})`,
+    `num started ${F.jobStarted}; num sup ${F.jobSupervisor}`,
     `if [ ! -e ${F.jobStarted} ]; then job=none`,
     `elif [ -e ${F.jobExit} ]; then job=exited`,
     `elif [ -e ${F.jobLost} ]; then job=lost`,
@@ -43,13 +49,15 @@ export function podStateCommand(options: PodStateOptions = {}): string {
     // The supervisor may have written the exit code and ended since the first look.
     `elif [ -e ${F.jobExit} ]; then job=exited`,
     'else job=lost; fi',
+    // After the job's state: an exit code the supervisor wrote since is read with it, never one short.
+    `num ended ${F.jobEnded}; num exit ${F.jobExit}; num pid ${F.jobPid}`,
     "keep=-",
     `if [ -f ${F.keep} ]; then k=''; IFS= read -r k <${F.keep}; if [ "$k" = 0 ]; then keep=0; else keep=1; fi; fi`,
+    `text bootstrap ${F.bootstrapVerdict}; text watchdog ${F.watchdogVerdict}; text delete ${F.deleteFailed}; flag cancelled ${F.jobCancelled}; flag retrieved ${F.retrieved}`,
     `log=-`,
-    `if [ -f ${F.jobLog} ]; then log=$(tail -c ${logTailBytes} ${F.jobLog} | base64 | tr -d '\\n'); fi`,
-    `echo "${STATE_TAG} v=1 now=$now bootstrap=$(b64 ${F.bootstrapVerdict}) watchdog=$(b64 ${F.watchdogVerdict}) job=$job` +
-      ` started=$started ended=$(num ${F.jobEnded}) exit=$(num ${F.jobExit}) pid=$(num ${F.jobPid})` +
-      ` cancelled=$(flag ${F.jobCancelled}) retrieved=$(flag ${F.retrieved}) keep=$keep delete=$(b64 ${F.deleteFailed}) log=$log"`,
+    `if [ "$job" = exited ] && [ -f ${F.jobLog} ]; then log=$(tail -c ${logTailBytes} ${F.jobLog} | base64 | tr -d '\\n'); fi`,
+    `echo "${STATE_TAG} v=1 now=$now bootstrap=$bootstrap watchdog=$watchdog job=$job started=$started ended=$ended exit=$exit pid=$pid` +
+      ' cancelled=$cancelled retrieved=$retrieved keep=$keep delete=$delete log=$log"',
   ].join('\n');
 }
 
@@ -89,14 +97,16 @@ export interface PodState {
 }
 
 const base64Field = z.union([z.literal('-').transform(() => null), z.literal('').transform(() => ''), z.base64().transform((text) => Buffer.from(text, 'base64').toString('utf8'))]);
+/** A small text file: `ok` as it is (never valid base64: 2 characters), else like base64Field. */
+const textField = z.union([z.literal('ok'), base64Field]);
 const numberField = z.union([z.literal('-').transform(() => null), z.string().regex(/^\d{1,15}$/).transform(Number)]);
 const flagField = z.enum(['0', '1']).transform((flag) => flag === '1');
 
 const stateFieldsSchema = z.object({
   v: z.literal('1'),
   now: numberField,
-  bootstrap: base64Field,
-  watchdog: base64Field,
+  bootstrap: textField,
+  watchdog: textField,
   job: z.enum(['none', 'starting', 'running', 'exited', 'lost']),
   started: numberField,
   ended: numberField,
@@ -106,7 +116,7 @@ const stateFieldsSchema = z.object({
   retrieved: flagField,
   keep: z.enum(['0', '1', '-']).transform((keep) => (keep === '-' ? null : keep === '1')),
   // Absent from an older state command's line.
-  delete: base64Field.optional(),
+  delete: textField.optional(),
   log: base64Field,
 });
 

@@ -10,7 +10,7 @@ import {
   renewRetrieveGraceCommand, setKeepCommand, startJobCommand, writeJobEnvCommand,
 } from '../../src/pod/job.ts';
 import { parsePodState, podStateCommand, type PodState } from '../../src/pod/state.ts';
-import { SHELLS, runShell } from './helpers.ts';
+import { SHELLS, run, runShell, shellArgv } from './helpers.ts';
 import { eventually } from '../support/eventually.ts';
 
 const HOSTILE = [
@@ -243,6 +243,24 @@ for (const shell of SHELLS) {
       assert.deepEqual(parseStartOutput(start.stdout), { outcome: 'failed', reason: 'no-run-directory' });
       const mark = await runShell(shell, markRetrievedCommand({ stateDir: missing }));
       assert.throws(() => parseAck(mark.stdout, 'runpod-operator-retrieved'), /no-state-directory/);
+    });
+
+    // The controller reads every ready pod this way at each poll: each process it starts costs the pod a
+    // fork and an exec (on the simulator's machine, ~5-10 ms of CPU each, for dozens of pods at once).
+    test('a poll of a running job whose verdicts are ok starts one process (date), none per file it reads', async () => {
+      const dir = runDir();
+      const files = { bootstrap: 'ok\n', watchdog: 'ok\n', 'job.started': '1700000000\n', 'job.pid': '7\n', 'job.log': 'step 1\nstep 2\n' };
+      for (const [file, text] of Object.entries(files)) writeFileSync(join(stateOf(dir), file), text);
+      // In a PID namespace of its own the shell is PID 1 (the supervisor it finds alive) and the PIDs count the
+      // processes started: the subshell, what the poll started, then the `cat` (not the last command, so a
+      // shell forks it rather than becoming it) prints its own PID.
+      writeFileSync(join(stateOf(dir), 'job.supervisor'), '1\n');
+      const poll = podStateCommand({ stateDir: stateOf(dir) });
+      const result = await run(['unshare', '--pid', '--fork', '--mount-proc', ...shellArgv(shell), '-c', `(${poll}) >poll.out; cat /proc/sys/kernel/ns_last_pid; :`], { cwd: dirname(dir) });
+      assert.equal(result.code, 0, result.stderr);
+      const state = parsePodState(readFileSync(join(dirname(dir), 'poll.out'), 'utf8'));
+      assert.deepEqual([state.bootstrap, state.watchdog, state.job.status, state.job.startedAt], [{ status: 'ok' }, { status: 'ok' }, 'running', 1700000000]);
+      assert.equal(Number(result.stdout) - 3, 1, 'processes started by one poll');
     });
 
     test('verdicts and a lost job read from the files', async () => {
