@@ -134,8 +134,9 @@ export function startJobCommand(options: StartJobOptions): string {
 
 /**
  * The console copy, in the background of the supervisor: every second, what job.log gained since the
- * last look, to `target`; once job.exit is there (checked before the look, so every byte the job
- * wrote is in job.log), a last look, then it ends. job.log itself is never touched: the job writes to
+ * last look (taken only when job.log changed since: job.look holds that look's time), to `target`; once
+ * job.exit is there (checked before the look, so every byte the job wrote is in job.log), a last look,
+ * then it ends. job.log itself is never touched: the job writes to
  * it directly, and the copy's own failures (no console, a reader gone) go nowhere. Bytes, not lines: a
  * line in two looks reaches the console in two writes, in order.
  */
@@ -145,16 +146,23 @@ function consoleCopy(target: string): string {
     'while :; do',
     "  l=''",
     `  if [ -e ${F.jobExit} ]; then l=1; fi`,
-    `  s=$(($(wc -c <${F.jobLog})))`,
-    `  if [ "$s" -gt "$o" ] && tail -c +$((o + 1)) ${F.jobLog} >${F.jobConsole}; then`,
-    `    n=$(($(wc -c <${F.jobConsole})))`,
-    `    cat ${F.jobConsole}`,
-    '    o=$((o + n))',
+    // No look while job.look is newer than job.log (reading the size is a process: a quiet job costs its
+    // pod one a second, the sleep). The same time counts as a change: file times tick coarsely. A shell
+    // whose test cannot tell looks every time.
+    `  if [ -n "$l" ] || ! [ ${F.jobLook} -nt ${F.jobLog} ]; then`,
+    // Before the size: a write after this instant makes job.log newer, for the next look.
+    `    : >${F.jobLook}`,
+    `    s=$(($(wc -c <${F.jobLog})))`,
+    `    if [ "$s" -gt "$o" ] && tail -c +$((o + 1)) ${F.jobLog} >${F.jobConsole}; then`,
+    `      n=$(($(wc -c <${F.jobConsole})))`,
+    `      cat ${F.jobConsole}`,
+    '      o=$((o + n))',
+    '    fi',
     '  fi',
     '  if [ -n "$l" ]; then break; fi',
     '  sleep 1',
     'done',
-    `rm -f ${F.jobConsole}`,
+    `rm -f ${F.jobConsole} ${F.jobLook}`,
   ];
   // stderr first: a console that cannot be opened is said to /dev/null, not to job.log.
   return `(\n${loop.join('\n')}\n) </dev/null 2>/dev/null >${shellQuote(target)} &`;

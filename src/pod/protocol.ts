@@ -79,6 +79,8 @@ export const POD_FILES = {
   jobLog: 'job.log',
   /** What the supervisor's console copy read from job.log in its last look (it copies job.log to the container's stdout). */
   jobConsole: 'job.console',
+  /** Touched by the console copy at each look: job.log newer than it has something to copy. */
+  jobLook: 'job.look',
   /** Marker: the controller retrieved and verified the results; the watchdog deletes the pod. */
   retrieved: 'retrieved',
   /**

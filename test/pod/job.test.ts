@@ -2,7 +2,8 @@
 // directory of their own, with real setsid sessions, signals and files.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import {
@@ -11,7 +12,7 @@ import {
 } from '../../src/pod/job.ts';
 import { parsePodState, podStateCommand, type PodState } from '../../src/pod/state.ts';
 import { SHELLS, run, runShell, shellArgv } from './helpers.ts';
-import { eventually } from '../support/eventually.ts';
+import { eventually, EVENTUALLY_MS } from '../support/eventually.ts';
 
 const HOSTILE = [
   'two words',
@@ -117,7 +118,26 @@ for (const shell of SHELLS) {
       assert.equal(read(log), `first\nno newline then stderr\n${lines}`);
       await eventually('the whole log on the console', () => read(consoleOf(dir)).length === read(log).length);
       assert.equal(read(consoleOf(dir)), read(log));
-      await eventually('the copy to end and remove its chunk', () => !existsSync(join(stateOf(dir), 'job.console')));
+      await eventually('the copy to end and remove its chunk and mark', () => !existsSync(join(stateOf(dir), 'job.console')) && !existsSync(join(stateOf(dir), 'job.look')));
+    });
+
+    test('the console copy of a quiet job starts one process a second, its sleep: job.log is looked at only when it changed', async () => {
+      const dir = runDir();
+      const start = startJobCommand({ runDir: dir, stateDir: stateOf(dir), console: consoleOf(dir), command: ['sleep', '300'], shell });
+      // In a PID namespace of its own, the PIDs of the copy's `sleep 1`s one after another count what each
+      // second starts (the least gap: a look between two may be missed under load, never one too many).
+      const namespace = spawn('unshare', ['--pid', '--fork', '--mount-proc', '--kill-child', ...shellArgv(shell), '-c', `${start} >/dev/null; exec sleep 300`], { stdio: 'ignore' });
+      try {
+        const seen = new Set<number>();
+        await eventually('five of the copy\'s sleeps', () => {
+          for (const pid of sleepsIn(namespace.pid ?? 0)) seen.add(pid);
+          return seen.size >= 5;
+        }, EVENTUALLY_MS, 100);
+        const pids = [...seen].sort((a, b) => a - b);
+        assert.equal(Math.min(...pids.slice(1).map((pid, i) => pid - pids[i]!)), 1, `the copy's sleeps: ${pids.join(' ')}`);
+      } finally {
+        namespace.kill('SIGKILL');
+      }
     });
 
     test('a console that cannot be opened changes nothing: the job runs, job.log holds only its output', async () => {
@@ -282,6 +302,25 @@ for (const shell of SHELLS) {
       chmodSync(stateOf(dir), 0o700);
     });
   });
+}
+
+/** The namespace PIDs of the `sleep 1`s in the PID namespace whose `unshare --fork` is `unsharePid`. */
+function sleepsIn(unsharePid: number): number[] {
+  const read = (path: string): string => { try { return readFileSync(path, 'utf8'); } catch { return ''; } };
+  const init = read(`/proc/${unsharePid}/task/${unsharePid}/children`).trim().split(' ')[0];
+  const namespace = init ? readlinkOrEmpty(`/proc/${init}/ns/pid`) : '';
+  if (!namespace) return [];
+  return readdirSync('/proc').filter((pid) => /^\d+$/.test(pid) && read(`/proc/${pid}/cmdline`) === 'sleep\u00001\u0000' && readlinkOrEmpty(`/proc/${pid}/ns/pid`) === namespace)
+    .map((pid) => Number(/^NSpid:.*\s(\d+)$/m.exec(read(`/proc/${pid}/status`))?.[1]))
+    .filter((pid) => pid > 0);
+}
+
+function readlinkOrEmpty(path: string): string {
+  try {
+    return readlinkSync(path);
+  } catch {
+    return '';
+  }
 }
 
 function isAlive(pid: number): boolean {
