@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { imageEntrypoint } from './support/image-entrypoint.ts';
 
 const root = join(import.meta.dirname, '..');
 const lines = readFileSync(join(root, 'Dockerfile'), 'utf8').split('\n').map((line) => line.trim()).filter((line) => line && !line.startsWith('#'));
@@ -17,10 +18,9 @@ test('the Dockerfile: Node 24 stages, non-root, and what it copies and runs exis
   for (const copy of lines.filter((line) => line.startsWith('COPY ') && !line.includes('--from'))) {
     for (const source of copy.split(/\s+/).slice(1, -1)) assert.ok(existsSync(join(root, source)), `${source} exists`);
   }
-  const entrypoint = JSON.parse(lines.find((line) => line.startsWith('ENTRYPOINT '))!.slice('ENTRYPOINT '.length)) as string[];
-  assert.equal(entrypoint[0], 'node');
-  const script = entrypoint.slice(1).find((arg) => !arg.startsWith('-'));
-  assert.ok(script && existsSync(join(root, script)), 'the entry point exists');
+  const { program, script } = imageEntrypoint();
+  assert.equal(program, 'node');
+  assert.ok(existsSync(join(root, script)), 'the entry point exists');
   // The compile cache the image fills at build is the one node reads at start.
   const cache = /NODE_COMPILE_CACHE=(\S+)/.exec(lines.find((line) => line.startsWith('ENV ') && line.includes('NODE_COMPILE_CACHE=')) ?? '')?.[1];
   assert.ok(cache, 'NODE_COMPILE_CACHE is set');

@@ -1,8 +1,9 @@
-// The controller as a child process (`node src/main.ts FLAGS`), as a Deployment runs it: for the
-// shutdown test and the failover bench. Its JSON log lines are kept; its endpoints' ports are read
-// from them (it binds 127.0.0.1:0).
+// The controller as a child process (`node <the image's Node flags> src/main.ts FLAGS`), as a Deployment
+// runs it: for the shutdown test and the failover and idle benches. Its JSON log lines are kept; its
+// endpoints' ports are read from them (it binds 127.0.0.1:0).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { imageEntrypoint } from './image-entrypoint.ts';
 
 const repoRoot = join(import.meta.dirname, '..', '..');
 
@@ -21,9 +22,14 @@ export interface ControllerProcess {
 }
 
 export async function startControllerProcess(flags: Record<string, string>, env: NodeJS.ProcessEnv = {}): Promise<ControllerProcess> {
-  const args = [join(repoRoot, 'src/main.ts'), ...Object.entries(flags).map(([k, v]) => `--${k}=${v}`),
+  const { nodeFlags, script } = imageEntrypoint();
+  const args = [...nodeFlags, join(repoRoot, script), ...Object.entries(flags).map(([k, v]) => `--${k}=${v}`),
     '--metrics-bind-address=127.0.0.1:0', '--health-probe-bind-address=127.0.0.1:0'];
-  const child: ChildProcess = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  // The image sets no NODE_OPTIONS: the test runner's own (a larger young generation) are not the deployment's.
+  // It fills a compile cache at build, so a deployed controller never loads the TypeScript stripper (~17 MiB).
+  const { NODE_OPTIONS: _runner, ...inherited } = process.env;
+  const compileCache = inherited.NODE_COMPILE_CACHE ?? join(repoRoot, 'node_modules', '.cache', 'node-compile');
+  const child: ChildProcess = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...inherited, NODE_COMPILE_CACHE: compileCache, ...env } });
   const killNow = (): void => { try { child.kill('SIGKILL'); } catch { /* gone */ } };
   process.once('exit', killNow);
   const lines: LogLine[] = [];
