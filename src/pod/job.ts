@@ -136,9 +136,9 @@ export function startJobCommand(options: StartJobOptions): string {
  * The console copy, in the background of the supervisor: every second, what job.log gained since the
  * last look (taken only when job.log changed since: job.look holds that look's time), to `target`; once
  * job.exit is there (checked before the look, so every byte the job wrote is in job.log), a last look,
- * then it ends. job.log itself is never touched: the job writes to
- * it directly, and the copy's own failures (no console, a reader gone) go nowhere. Bytes, not lines: a
- * line in two looks reaches the console in two writes, in order.
+ * then it ends. job.log itself is never touched: the job writes to it directly, and the copy's own
+ * failures (no console, a reader gone) go nowhere. Bytes, not lines: a line in two looks reaches the
+ * console in two writes, in order.
  */
 function consoleCopy(target: string): string {
   const loop = [
