@@ -147,9 +147,11 @@ function consoleCopy(target: string): string {
     "  l=''",
     `  if [ -e ${F.jobExit} ]; then l=1; fi`,
     // No look while job.look is newer than job.log (reading the size is a process: a quiet job costs its
-    // pod one a second, the sleep). The same time counts as a change: file times tick coarsely. A shell
-    // whose test cannot tell looks every time.
-    `  if [ -n "$l" ] || ! [ ${F.jobLook} -nt ${F.jobLog} ]; then`,
+    // pod one a second, the sleep). The same time counts as a change: file times tick coarsely. A look
+    // newer than job.tick, touched now, was dated by a clock since stepped back: it proves nothing. A
+    // shell whose test cannot tell looks every time.
+    `  : >${F.jobTick}`,
+    `  if [ -n "$l" ] || ! [ ${F.jobLook} -nt ${F.jobLog} ] || [ ${F.jobLook} -nt ${F.jobTick} ]; then`,
     // Before the size: a write after this instant makes job.log newer, for the next look.
     `    : >${F.jobLook}`,
     `    s=$(($(wc -c <${F.jobLog})))`,
@@ -162,7 +164,7 @@ function consoleCopy(target: string): string {
     '  if [ -n "$l" ]; then break; fi',
     '  sleep 1',
     'done',
-    `rm -f ${F.jobConsole} ${F.jobLook}`,
+    `rm -f ${F.jobConsole} ${F.jobLook} ${F.jobTick}`,
   ];
   // stderr first: a console that cannot be opened is said to /dev/null, not to job.log.
   return `(\n${loop.join('\n')}\n) </dev/null 2>/dev/null >${shellQuote(target)} &`;

@@ -81,6 +81,8 @@ export const POD_FILES = {
   jobConsole: 'job.console',
   /** Touched by the console copy at each look: job.log newer than it has something to copy. */
   jobLook: 'job.look',
+  /** Touched by the console copy every second: a job.look newer than it was dated before the clock stepped back. */
+  jobTick: 'job.tick',
   /** Marker: the controller retrieved and verified the results; the watchdog deletes the pod. */
   retrieved: 'retrieved',
   /**

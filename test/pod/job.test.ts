@@ -3,7 +3,7 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import {
@@ -118,7 +118,7 @@ for (const shell of SHELLS) {
       assert.equal(read(log), `first\nno newline then stderr\n${lines}`);
       await eventually('the whole log on the console', () => read(consoleOf(dir)).length === read(log).length);
       assert.equal(read(consoleOf(dir)), read(log));
-      await eventually('the copy to end and remove its chunk and mark', () => !existsSync(join(stateOf(dir), 'job.console')) && !existsSync(join(stateOf(dir), 'job.look')));
+      await eventually('the copy to end and remove its chunk and marks', () => ['job.console', 'job.look', 'job.tick'].every((file) => !existsSync(join(stateOf(dir), file))));
     });
 
     test('the console copy of a quiet job starts one process a second, its sleep: job.log is looked at only when it changed', async () => {
@@ -138,6 +138,24 @@ for (const shell of SHELLS) {
       } finally {
         namespace.kill('SIGKILL');
       }
+    });
+
+    test('a clock stepped back after a look does not stall the console copy: what the job writes next still reaches the console', async () => {
+      const dir = runDir();
+      const read = (path: string): string => (existsSync(path) ? readFileSync(path, 'utf8') : '');
+      const script = 'echo first; while [ ! -e go ]; do sleep 1; done; echo second; while [ ! -e done ]; do sleep 1; done';
+      await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), console: consoleOf(dir), command: ['sh', '-c', script], shell }));
+      await eventually('the first line on the console', () => read(consoleOf(dir)) === 'first\n');
+      // The last look as a clock 2 h ahead dated it: every write from now on is older than it.
+      const ahead = new Date(Date.now() + 2 * 3600_000);
+      utimesSync(join(stateOf(dir), 'job.look'), ahead, ahead);
+      writeFileSync(join(dir, 'go'), '');
+      try {
+        await eventually('the second line on the console while the job runs', () => read(consoleOf(dir)) === 'first\nsecond\n', 20_000);
+      } finally {
+        writeFileSync(join(dir, 'done'), '');
+      }
+      assert.equal((await ended(dir)).job.exitCode, 0);
     });
 
     test('a console that cannot be opened changes nothing: the job runs, job.log holds only its output', async () => {
