@@ -104,20 +104,19 @@ for (const shell of SHELLS) {
 
     test('the supervisor copies job.log to the console as it grows; job.log stays the job\'s own output, byte for byte', async () => {
       const dir = runDir();
-      const read = (path: string): string => (existsSync(path) ? readFileSync(path, 'utf8') : '');
       const log = join(stateOf(dir), 'job.log');
       const script = 'echo first; while [ ! -e go ]; do sleep 1; done; printf "no newline"; echo " then stderr" >&2; ' +
         'i=0; while [ $i -lt 20000 ]; do echo "line $i"; i=$((i + 1)); done';
       await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), console: consoleOf(dir), command: ['sh', '-c', script], shell }));
-      await eventually('the first line on the console', () => read(consoleOf(dir)) === 'first\n');
+      await eventually('the first line on the console', () => readOrEmpty(consoleOf(dir)) === 'first\n');
       assert.equal((await state(dir)).job.status, 'running', 'the copy follows the job while it runs');
       writeFileSync(join(dir, 'go'), '');
       const done = await ended(dir);
       assert.equal(done.job.exitCode, 0);
       const lines = Array.from({ length: 20000 }, (_, i) => `line ${i}\n`).join('');
-      assert.equal(read(log), `first\nno newline then stderr\n${lines}`);
-      await eventually('the whole log on the console', () => read(consoleOf(dir)).length === read(log).length);
-      assert.equal(read(consoleOf(dir)), read(log));
+      assert.equal(readOrEmpty(log), `first\nno newline then stderr\n${lines}`);
+      await eventually('the whole log on the console', () => readOrEmpty(consoleOf(dir)).length === readOrEmpty(log).length);
+      assert.equal(readOrEmpty(consoleOf(dir)), readOrEmpty(log));
       await eventually('the copy to end and remove its chunk and marks', () => ['job.console', 'job.look', 'job.tick'].every((file) => !existsSync(join(stateOf(dir), file))));
     });
 
@@ -142,16 +141,15 @@ for (const shell of SHELLS) {
 
     test('a clock stepped back after a look does not stall the console copy: what the job writes next still reaches the console', async () => {
       const dir = runDir();
-      const read = (path: string): string => (existsSync(path) ? readFileSync(path, 'utf8') : '');
       const script = 'echo first; while [ ! -e go ]; do sleep 1; done; echo second; while [ ! -e done ]; do sleep 1; done';
       await runShell(shell, startJobCommand({ runDir: dir, stateDir: stateOf(dir), console: consoleOf(dir), command: ['sh', '-c', script], shell }));
-      await eventually('the first line on the console', () => read(consoleOf(dir)) === 'first\n');
+      await eventually('the first line on the console', () => readOrEmpty(consoleOf(dir)) === 'first\n');
       // The last look as a clock 2 h ahead dated it: every write from now on is older than it.
       const ahead = new Date(Date.now() + 2 * 3600_000);
       utimesSync(join(stateOf(dir), 'job.look'), ahead, ahead);
       writeFileSync(join(dir, 'go'), '');
       try {
-        await eventually('the second line on the console while the job runs', () => read(consoleOf(dir)) === 'first\nsecond\n', 20_000);
+        await eventually('the second line on the console while the job runs', () => readOrEmpty(consoleOf(dir)) === 'first\nsecond\n', 20_000);
       } finally {
         writeFileSync(join(dir, 'done'), '');
       }
@@ -324,13 +322,21 @@ for (const shell of SHELLS) {
 
 /** The namespace PIDs of the `sleep 1`s in the PID namespace whose `unshare --fork` is `unsharePid`. */
 function sleepsIn(unsharePid: number): number[] {
-  const read = (path: string): string => { try { return readFileSync(path, 'utf8'); } catch { return ''; } };
-  const init = read(`/proc/${unsharePid}/task/${unsharePid}/children`).trim().split(' ')[0];
+  const init = readOrEmpty(`/proc/${unsharePid}/task/${unsharePid}/children`).trim().split(' ')[0];
   const namespace = init ? readlinkOrEmpty(`/proc/${init}/ns/pid`) : '';
   if (!namespace) return [];
-  return readdirSync('/proc').filter((pid) => /^\d+$/.test(pid) && read(`/proc/${pid}/cmdline`) === 'sleep\u00001\u0000' && readlinkOrEmpty(`/proc/${pid}/ns/pid`) === namespace)
-    .map((pid) => Number(/^NSpid:.*\s(\d+)$/m.exec(read(`/proc/${pid}/status`))?.[1]))
+  return readdirSync('/proc').filter((pid) => /^\d+$/.test(pid) && readOrEmpty(`/proc/${pid}/cmdline`) === 'sleep\u00001\u0000' && readlinkOrEmpty(`/proc/${pid}/ns/pid`) === namespace)
+    .map((pid) => Number(/^NSpid:.*\s(\d+)$/m.exec(readOrEmpty(`/proc/${pid}/status`))?.[1]))
     .filter((pid) => pid > 0);
+}
+
+/** A file's text, or '' while it does not exist (or its process has gone). */
+function readOrEmpty(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
 }
 
 function readlinkOrEmpty(path: string): string {
