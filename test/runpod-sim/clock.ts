@@ -57,11 +57,20 @@ export async function skewRunningClock(launcherPid: number, setupName: string, o
   for (;;) {
     const unshare = onlyChild(launcherPid);
     const init = unshare === null ? null : onlyChild(unshare);
-    const argv = init === null ? undefined : commandLine(init);
-    if (init !== null && argv !== undefined && argv[3] !== setupName) return nsenterSkew(init, offsetSeconds, pathDirs, path);
+    if (init !== null && unshare !== null && setupDone(commandLine(unshare), commandLine(init), setupName)) return nsenterSkew(init, offsetSeconds, pathDirs, path);
     if (Date.now() > giveUp || (unshare === null && !alive(launcherPid))) return false;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/**
+ * Whether the container's init (forked by `unshare`) runs the container's command: past its setup.
+ * Between unshare's fork and its exec the init still has unshare's argv, which is not the setup's
+ * either: a skew then would go under the /run the setup is about to mount.
+ */
+export function setupDone(unshareArgv: readonly string[] | undefined, initArgv: readonly string[] | undefined, setupName: string): boolean {
+  if (initArgv === undefined || unshareArgv === undefined || initArgv[3] === setupName) return false;
+  return initArgv.length !== unshareArgv.length || initArgv.some((arg, i) => arg !== unshareArgv[i]);
 }
 
 async function nsenterSkew(init: number, offsetSeconds: number, pathDirs: readonly string[], path: string): Promise<boolean> {
