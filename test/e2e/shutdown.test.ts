@@ -9,12 +9,20 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { sample } from '../metrics/scrape.ts';
+import { injectFault } from '../runpod-sim/client.ts';
 import { testCluster } from '../support/cluster.ts';
 import { startControllerProcess, type ControllerProcess } from '../support/controller-process.ts';
 import { runManifest, startWorld, unsuppressed } from '../support/operator.ts';
 import { eventually } from '../support/eventually.ts';
 
 const terminationGraceMs = 30_000;
+/**
+ * The result and its pod's link: a transfer of some ten seconds, cut by SIGTERM once 10 MB are staged.
+ * A link paced as a real pod's, not 400 MB at loopback speed: the same cut, a tenth of the bytes to
+ * encrypt, relay, hash and write on two cores shared by the suite.
+ */
+const resultBytes = 40_000_000;
+const linkBytesPerSecond = 4_000_000;
 const ended = (run: { status?: { phase?: string } }) => run.status?.phase === 'Succeeded' || run.status?.phase === 'Failed';
 
 /** The partial file of a cut-short download of `name` in a staging directory under `dir`, once it holds `atLeast` bytes. */
@@ -54,9 +62,12 @@ void test('SIGTERM mid-transfer: the leader exits within the grace and releases 
     assert.equal(sample(await (await fetch(`${a.metricsUrl}/metrics`)).text(), 'runpod_operator_leader'), 1);
 
     await world.apply(runManifest('big', {
-      job: { command: ['sh', '-c', 'mkdir -p output && head -c 400000000 /dev/zero > output/big.bin && echo written'] },
+      job: { command: ['sh', '-c', `mkdir -p output && head -c ${resultBytes} /dev/zero > output/big.bin && echo written`] },
       results: { path: 'output' },
     }));
+    // Paced from before sshd is up, so every connection to the pod is (an open one keeps its speed).
+    const created = await world.waitForRun('big', 'a pod', (run) => run.status?.pod?.id !== undefined || ended(run), 120_000);
+    await injectFault(world.sim.adminUrl, { fault: 'slow-link', podId: created.status!.pod!.id!, bytesPerSecond: linkBytesPerSecond });
     await world.waitForRun('big', 'Retrieving', (run) => run.status?.phase === 'Retrieving' || ended(run), 120_000);
     const partial = await stagedPartial(resultsDir, 'big.bin', 10_000_000, 60_000);
     const sentAt = Date.now();
@@ -79,7 +90,7 @@ void test('SIGTERM mid-transfer: the leader exits within the grace and releases 
     await b.waitForLine((l) => l.msg === 'became leader', 20_000);
     const run = await world.waitForRun('big', 'Succeeded', ended, 180_000);
     assert.equal(run.status?.phase, 'Succeeded', JSON.stringify(run.status));
-    assert.equal(run.status?.results?.bytes, 400_000_000);
+    assert.equal(run.status?.results?.bytes, resultBytes);
     assert.deepEqual(partials(resultsDir), [], 'no partial results left behind');
     await world.deleteRun('big');
     b.kill('SIGTERM');
