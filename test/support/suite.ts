@@ -1,9 +1,9 @@
 // `npm test`'s integration tier: one control plane for the suite, then two runners side by side. The files
-// that start pods, controllers or servers of their own run a process each, four at once; the light ones
-// (the simulator's, kube/'s, the Runpod client's and support/'s) run in one process, where client-node loads once
-// instead of 25 times (measured: 32.7 CPU-s instead of 54.4; the suite is bound by CPU). Their output is
-// printed when they end, whole; the main runner's comes as it goes and ends the log with its slowest files
-// and what failed.
+// that start pods, controllers or servers of their own run a process each, five at once (why five:
+// docs/architecture.md); the light ones (the simulator's, kube/'s, the Runpod client's and support/'s) run
+// in one process, where client-node loads once instead of 25 times (measured: 32.7 CPU-s instead of 54.4;
+// the suite is bound by CPU). Their output is printed when they end, whole; the main runner's comes as it
+// goes and ends the log with its slowest files and what failed.
 import { spawn } from 'node:child_process';
 import { globSync } from 'node:fs';
 import { globalSetup, globalTeardown } from '../global-setup.ts';
@@ -29,7 +29,7 @@ try {
     process.stdout.write(`\n--- ${light.length} light files, in one process ---\n${output}--- end of the light files ---\n\n`);
     return code;
   });
-  const [{ code: heavyCode }, lightCode] = await Promise.all([runner(['--test-concurrency=4', ...heavy], true), lightDone]);
+  const [{ code: heavyCode }, lightCode] = await Promise.all([runner(['--test-concurrency=5', ...heavy], true), lightDone]);
   if (lightCode !== 0) process.stdout.write(`\nthe light files failed (${light.length} in one process): their failures are listed above, after their own slowest files\n`);
   process.exitCode = heavyCode !== 0 || lightCode !== 0 ? 1 : 0;
 } finally {
