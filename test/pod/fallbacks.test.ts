@@ -88,15 +88,17 @@ for (const shell of SHELLS) {
     }
   });
 
-  test(`a GET of the new pod that answers 404 for 10 s (listLag.get): the probe outlasts it, the verdict is ok (${shell})`, () =>
-    withSim({ listLag: { createdMs: 10_000, get: true } }, async (sim) => {
+  // 30 s: the lag counts from the create, and a pod booting beside the suite's others (make test, five
+  // files at once; its bootstrap alone took 5 s) reached its first probe once a 10 s lag was over.
+  test(`a GET of the new pod that answers 404 for 30 s (listLag.get): the probe outlasts it, the verdict is ok (${shell})`, () =>
+    withSim({ listLag: { createdMs: 30_000, get: true } }, async (sim) => {
       const k = await keys();
       const id = await createPod(sim, { name: name('lagging-get'), shell, keys: k, input: { verdictBoundSeconds: 60 } });
       const port = await sshPort(sim, id, 60_000);
       const state = await eventually('the watchdog\'s verdict', async () => {
         const read = await podState(port, k);
         return read.watchdog.status !== 'pending' ? read : undefined;
-      }, 60_000, 500);
+      }, 90_000, 500);
       const logs = await simPodLogs(sim.adminUrl, id);
       assert.deepEqual(state.watchdog, { status: 'ok' }, logs);
       assert.match(logs, new RegExp(`watchdog: probe: GET /pods/${id}: HTTP 404; trying again in \\d+ s`));
