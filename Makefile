@@ -63,11 +63,15 @@ verify-manifests: node-modules
 run: node-modules ## The controller against the current kubeconfig (flags in ARGS="...")
 	npm start -- $(ARGS)
 
-# `make install-plugin PREFIX=~/.local` puts it elsewhere.
+# `make install-plugin PREFIX=~/.local` puts it elsewhere; run it again after pulling (it rebuilds dist/).
 PREFIX ?= /usr/local
 
+.PHONY: build
+build: node-modules ## Bundle what ships into dist/ (esbuild): the controller the image runs, the plugin bin/kubectl-runpod runs
+	npm run -s build
+
 .PHONY: install-plugin
-install-plugin: node-modules ## Put kubectl-runpod on PATH (PREFIX/bin, default /usr/local/bin), so that `kubectl runpod` works (logs, ssh, cost, cancel, keep)
+install-plugin: build ## Put kubectl-runpod on PATH (PREFIX/bin, default /usr/local/bin), so that `kubectl runpod` works (logs, ssh, cost, cancel, keep)
 	install -d $(PREFIX)/bin
 	ln -sf $(CURDIR)/bin/kubectl-runpod $(PREFIX)/bin/kubectl-runpod
 	@echo "kubectl runpod --help"

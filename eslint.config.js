@@ -25,7 +25,7 @@ const decideLogic = ['**/decide/**', '!**/decide/model.ts', '!**/decide/outcome.
 const runTop = ['../*.ts', '!../ownership.ts'];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'crds/**', 'deploy/**'] },
+  { ignores: ['node_modules/**', 'crds/**', 'deploy/**', 'dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

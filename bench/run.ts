@@ -3,8 +3,11 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { buildDist } from '../hack/build.ts';
 
 const args = process.argv.slice(2);
+// The idle and failover benches start the controller as the image does: from dist/, built now.
+await buildDist();
 const files = args.length > 0 ? ['scale.bench.ts'] : readdirSync(import.meta.dirname).filter((f) => f.endsWith('.bench.ts')).sort();
 for (const file of files) {
   console.log(`== bench/${file}`);

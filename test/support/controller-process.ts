@@ -1,4 +1,5 @@
-// The controller as a child process (`node <the image's Node flags> src/main.ts FLAGS`), as a Deployment
+// The controller as a child process (`node <the image's Node flags> dist/controller.mjs FLAGS`: the bundle
+// test/global-setup.ts and bench/run.ts build), as a Deployment
 // runs it: for the shutdown test and the failover and idle benches. Its JSON log lines are kept; its
 // endpoints' ports are read from them (it binds 127.0.0.1:0).
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -26,7 +27,7 @@ export async function startControllerProcess(flags: Record<string, string>, env:
   const args = [...nodeFlags, join(repoRoot, script), ...Object.entries(flags).map(([k, v]) => `--${k}=${v}`),
     '--metrics-bind-address=127.0.0.1:0', '--health-probe-bind-address=127.0.0.1:0'];
   // The image sets no NODE_OPTIONS: the test runner's own (a larger young generation) are not the deployment's.
-  // It fills a compile cache at build, so a deployed controller never loads the TypeScript stripper (~17 MiB).
+  // It fills a compile cache at build, so a deployed controller starts from compiled code: so does this one.
   const { NODE_OPTIONS: _runner, ...inherited } = process.env;
   const compileCache = inherited.NODE_COMPILE_CACHE ?? join(repoRoot, 'node_modules', '.cache', 'node-compile');
   const child: ChildProcess = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...inherited, NODE_COMPILE_CACHE: compileCache, ...env } });
