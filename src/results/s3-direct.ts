@@ -28,6 +28,7 @@ import {
 } from './s3-direct-pod.ts';
 import { partSizeFor } from './part-size.ts';
 import { resultKey, type S3Target } from './s3-target.ts';
+import { objectMetadata } from './s3-stream.ts';
 
 export type DirectOutcome =
   | { kind: 'uploaded'; files: number; bytes: number }      // every file PUT by the pod, store accepted each
@@ -111,9 +112,9 @@ class DirectRun {
   #single(file: ManifestFile): Planned {
     const checksum = Buffer.from(file.sha256, 'hex').toString('base64');
     const command = new PutObjectCommand({
-      Bucket: this.#target.bucket, Key: resultKey(this.#target, file.path), ChecksumSHA256: checksum, Metadata: { sha256: file.sha256 },
+      Bucket: this.#target.bucket, Key: resultKey(this.#target, file.path), ChecksumSHA256: checksum, Metadata: objectMetadata(file.sha256, 'direct'),
     });
-    const headers = [['x-amz-checksum-sha256', checksum], ['x-amz-meta-sha256', file.sha256]] as const;
+    const headers = [['x-amz-checksum-sha256', checksum], ['x-amz-meta-sha256', file.sha256], ['x-amz-meta-path', 'direct']] as const;
     return {
       file, what: printable(file.path), upload: { path: file.path, headers },
       presign: () => this.#presign(command, headers),
@@ -214,7 +215,7 @@ class DirectRun {
     const { client, bucket } = this.#target;
     const key = resultKey(this.#target, file.path);
     const { signal } = this.#options;
-    const created = await client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ChecksumAlgorithm: 'SHA256', Metadata: { sha256: file.sha256 } }), { abortSignal: signal });
+    const created = await client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ChecksumAlgorithm: 'SHA256', Metadata: objectMetadata(file.sha256, 'direct') }), { abortSignal: signal });
     const uploadId = z.string().min(1).parse(created.UploadId);
     const parts: CompletedPart[] = [];
     try {

@@ -36,8 +36,14 @@ export interface StreamOptions {
   growing?: boolean;
 }
 
-/** The user metadata every object carries: what verification compares (a multipart checksum is composite). */
-const objectMetadata = (sha256: string): Record<string, string> => ({ sha256 });
+/** Who carried an object's bytes into the store: the pod itself (direct) or the controller, streaming. */
+export type ResultsPath = 'direct' | 'controller';
+
+/**
+ * The user metadata every object carries: what verification compares (a multipart checksum is composite),
+ * and who sent it, so that a later try that finds it stored still says which path carried it.
+ */
+export const objectMetadata = (sha256: string, path: ResultsPath): Record<string, string> => ({ sha256, path });
 export const base64Digest = (hex: string): string => Buffer.from(hex, 'hex').toString('base64');
 
 /**
@@ -61,14 +67,14 @@ export async function streamFileToS3(sftp: SftpSession, remotePath: string, file
       const body = await collect(chunks);
       await target.client.send(new PutObjectCommand({
         Bucket: target.bucket, Key: key, Body: body, ContentLength: body.length,
-        ChecksumSHA256: base64Digest(file.sha256), Metadata: objectMetadata(file.sha256),
+        ChecksumSHA256: base64Digest(file.sha256), Metadata: objectMetadata(file.sha256, 'controller'),
       }), options.signal ? { abortSignal: options.signal } : {});
       return;
     }
     const upload = new Upload({
       // Parts larger than the preferred one (files beyond 78 GiB) go one at a time: memory stays ~2 parts.
       client: target.client, queueSize: partSize > PART_SIZE_BYTES ? 1 : QUEUE_SIZE, partSize, leavePartsOnError: false,
-      params: { Bucket: target.bucket, Key: key, Body: Readable.from(chunks), ChecksumAlgorithm: 'SHA256', Metadata: objectMetadata(file.sha256) },
+      params: { Bucket: target.bucket, Key: key, Body: Readable.from(chunks), ChecksumAlgorithm: 'SHA256', Metadata: objectMetadata(file.sha256, 'controller') },
     });
     const abort = (): void => { void upload.abort(); };
     options.signal?.addEventListener('abort', abort, { once: true });
@@ -105,21 +111,24 @@ async function collect(chunks: AsyncIterable<Buffer>): Promise<Buffer> {
 }
 
 /** What the store holds at `key`: size, metadata sha256 and (checksum mode) its checksum; undefined when absent. */
-export async function headObject(client: S3Client, bucket: string, key: string, signal?: AbortSignal): Promise<{ size: number; sha256: string | undefined; checksumSha256: string | undefined } | undefined> {
+export interface StoredObject { size: number; sha256: string | undefined; checksumSha256: string | undefined; path: ResultsPath | undefined }
+
+export async function headObject(client: S3Client, bucket: string, key: string, signal?: AbortSignal): Promise<StoredObject | undefined> {
   try {
     const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key, ChecksumMode: 'ENABLED' }), signal ? { abortSignal: signal } : {});
-    return { size: head.ContentLength ?? -1, sha256: head.Metadata?.sha256, checksumSha256: head.ChecksumSHA256 };
+    const path = head.Metadata?.path;
+    return { size: head.ContentLength ?? -1, sha256: head.Metadata?.sha256, checksumSha256: head.ChecksumSHA256, path: path === 'direct' || path === 'controller' ? path : undefined };
   } catch (error) {
     if (isS3NotFound(error)) return undefined;
     throw error;
   }
 }
 
-/** Puts a small in-memory object (job.log, SHA256SUMS) with its whole-object checksum and metadata sha256. */
+/** Puts a small in-memory object (job.log, SHA256SUMS) with its whole-object checksum and metadata (SHA256SUMS's `path` is the results'). */
 export async function putSmallObject(target: S3Target, key: string, body: Buffer, signal?: AbortSignal, metadata: Record<string, string> = {}): Promise<string> {
   const sha256 = createHash('sha256').update(body).digest('hex');
   await target.client.send(new PutObjectCommand({
-    Bucket: target.bucket, Key: key, Body: body, ContentLength: body.length, ChecksumSHA256: base64Digest(sha256), Metadata: { ...metadata, ...objectMetadata(sha256) },
+    Bucket: target.bucket, Key: key, Body: body, ContentLength: body.length, ChecksumSHA256: base64Digest(sha256), Metadata: { ...objectMetadata(sha256, 'controller'), ...metadata },
     ...(key.endsWith('SHA256SUMS') ? { ContentType: 'text/plain; charset=utf-8' } : {}),
   }), signal ? { abortSignal: signal } : {});
   return sha256;

@@ -4,7 +4,7 @@
 // Only a clean verdict lets the retrieval write SHA256SUMS and the `retrieved` marker.
 import { HeadObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import type { ManifestFile } from '../ssh/index.ts';
-import { base64Digest, headObject, putSmallObject } from './s3-stream.ts';
+import { base64Digest, headObject, putSmallObject, type ResultsPath, type StoredObject } from './s3-stream.ts';
 import { resultKey, type S3Target } from './s3-target.ts';
 import { isS3NotFound, S3AnswerError } from './s3-errors.ts';
 import { forEachLimited } from './limited.ts';
@@ -36,7 +36,7 @@ async function listKeys(client: S3Client, bucket: string, prefix: string, signal
 }
 
 /** Why the object the store holds is not `file`, or undefined when it is. */
-function objectProblem(file: ManifestFile, head: { size: number; sha256: string | undefined; checksumSha256: string | undefined }): string | undefined {
+function objectProblem(file: ManifestFile, head: StoredObject): string | undefined {
   if (head.size !== file.size) return `${head.size} bytes, not ${file.size}`;
   if (head.sha256 !== file.sha256) return `metadata sha256 ${head.sha256 ?? '(none)'}, not ${file.sha256}`;
   // A multipart object's checksum is composite (<digest of the parts' digests>-<parts>): its parts were checked on upload.
@@ -47,14 +47,17 @@ function objectProblem(file: ManifestFile, head: { size: number; sha256: string 
 /** HeadObjects in flight at once: 10 000 small files are seconds, not one round trip after another. */
 export const PARALLEL_HEADS = 16;
 
-/** The manifest files the store already holds exactly (size and metadata sha256): a retry sends them no more. */
-export async function alreadyStored(target: S3Target, files: readonly ManifestFile[], signal?: AbortSignal): Promise<Set<string>> {
+/**
+ * The manifest files the store already holds exactly (size and metadata sha256), each with the path that
+ * sent it (undefined: an object stored before objects said): a retry sends them no more.
+ */
+export async function alreadyStored(target: S3Target, files: readonly ManifestFile[], signal?: AbortSignal): Promise<Map<string, ResultsPath | undefined>> {
   const present = await listKeys(target.client, target.bucket, resultKey(target, ''), signal);
-  const stored = new Set<string>();
+  const stored = new Map<string, ResultsPath | undefined>();
   const candidates = files.filter((file) => present.get(resultKey(target, file.path)) === file.size);
   await forEachLimited(candidates, PARALLEL_HEADS, async (file) => {
     const head = await headObject(target.client, target.bucket, resultKey(target, file.path), signal);
-    if (head && objectProblem(file, head) === undefined) stored.add(file.path);
+    if (head && objectProblem(file, head) === undefined) stored.set(file.path, head.path);
   });
   return stored;
 }
@@ -91,10 +94,10 @@ export function sha256sums(files: readonly ManifestFile[]): Buffer {
 const sumsKey = (target: S3Target): string => `${target.keyPrefix}SHA256SUMS`;
 
 /** What the store proves was verified: SHA256SUMS is written last, only after every object was. */
-export interface CommittedObjects { files: number; bytes: number; path: 'direct' | 'controller'; committedAt: Date }
+export interface CommittedObjects { files: number; bytes: number; path: ResultsPath; committedAt: Date }
 
 /** Writes SHA256SUMS (the commit: last, after verification), with the counts a later reader adopts. */
-export async function writeSums(target: S3Target, files: readonly ManifestFile[], path: 'direct' | 'controller', signal?: AbortSignal): Promise<void> {
+export async function writeSums(target: S3Target, files: readonly ManifestFile[], path: ResultsPath, signal?: AbortSignal): Promise<void> {
   const bytes = files.reduce((sum, file) => sum + file.size, 0);
   await putSmallObject(target, sumsKey(target), sha256sums(files), signal, { files: String(files.length), bytes: String(bytes), path });
 }

@@ -61,7 +61,7 @@ describe('streaming result files from SFTP into S3', () => {
     assert.match(head?.checksumSha256 ?? '', /-2$/, 'a multipart object has a composite checksum of its 2 parts');
     assert.equal((await headObject(s3, BUCKET, resultKey(target, 'small.txt')))?.checksumSha256, Buffer.from(small.sha256, 'hex').toString('base64'));
     assert.deepEqual(await verifyObjects(target, [small, big, empty]), { missing: [], different: [], extra: [] });
-    assert.deepEqual([...await alreadyStored(target, [small, big, empty])].sort(), ['big.bin', 'empty', 'small.txt']);
+    assert.deepEqual([...await alreadyStored(target, [small, big, empty])].sort(), [['big.bin', 'controller'], ['empty', 'controller'], ['small.txt', 'controller']]);
   });
 
   test('bytes that differ from the manifest are refused, nothing is stored, no multipart upload is left open', async () => {
@@ -96,7 +96,7 @@ describe('streaming result files from SFTP into S3', () => {
     await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: resultKey(other, 'extra.txt'), Body: 'x' }));
     const c: ManifestFile = { path: 'c.txt', size: 1, sha256: '1'.repeat(64) };
     assert.deepEqual(await verifyObjects(other, [a, b, c]), { missing: ['c.txt'], different: ['b.txt'], extra: ['extra.txt'] });
-    assert.deepEqual([...await alreadyStored(other, [a, b, c])], ['a.txt']);
+    assert.deepEqual([...await alreadyStored(other, [a, b, c])], [['a.txt', 'controller']], 'stored exactly, and streamed by the controller');
   });
 
   test('SHA256SUMS is the commit: absent before, and once written it says the files, bytes and path a later reader adopts', async () => {

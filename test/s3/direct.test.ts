@@ -9,7 +9,7 @@ import {
   GetObjectCommand, HeadObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command, S3Client,
 } from '@aws-sdk/client-s3';
 import { PARALLEL_BATCHES, uploadFromPod, type DirectOutcome } from '../../src/results/s3-direct.ts';
-import { PARALLEL_HEADS, verifyObjects } from '../../src/results/s3-verify.ts';
+import { alreadyStored, PARALLEL_HEADS, verifyObjects } from '../../src/results/s3-verify.ts';
 import { resultKey, type S3Target } from '../../src/results/s3-target.ts';
 import { connectPinned, type SshConnection } from '../../src/ssh/connect.ts';
 import { execChecked } from '../../src/ssh/exec.ts';
@@ -129,6 +129,9 @@ describe('uploadFromPod: the pod uploads its own results with presigned URLs', (
     assert.equal(head.ChecksumType, 'COMPOSITE');
     assert.equal(createHash('sha256').update(await storedBytes(key)).digest('hex'), big.sha256);
     assert.equal(await pendingUploads(target), 0);
+    // A retry (the first try's read-back failed: a store may answer an object's old state for a moment after
+    // its upload) sends them no more, and still knows the pod sent them: the run's path stays direct.
+    assert.deepEqual([...await alreadyStored(target, files)].sort(), [['big.bin', 'direct'], ['small.txt', 'direct']]);
   });
 
   test('several files: the pod\'s PUTs go a few upload commands at once, the read-back HEADs a bounded few at once', async () => {

@@ -6,7 +6,7 @@
 import { posix } from 'node:path';
 import type { RunpodRunSpec } from '../../api/spec.ts';
 import { markRetrievedCommand, parseAck, RETRIEVED_TAG } from '../../pod/index.ts';
-import { FileRefusedError, streamFileToS3 } from '../../results/s3-stream.ts';
+import { FileRefusedError, streamFileToS3, type ResultsPath } from '../../results/s3-stream.ts';
 import { s3Uri } from '../../results/s3-settings.ts';
 import { alreadyStored, verifyObjects, writeSums } from '../../results/s3-verify.ts';
 import { resultKey, type S3Target } from '../../results/s3-target.ts';
@@ -39,13 +39,11 @@ export async function retrieveResultsToS3(ssh: SshConnection, { runDir, stateDir
 
   const stored = await alreadyStored(target, manifest.files, signal);
   const toSend = manifest.files.filter((file) => !stored.has(file.path));
-  let path: 'direct' | 'controller' = 'controller';
   const { direct: sendDirect } = options;
   // The pod's batches of PUTs report nothing until each ends; each is under its own timeout.
   const direct = toSend.length > 0 && sendDirect ? await withHeartbeat(options.onProgress, () => sendDirect(toSend)) : undefined;
   if (direct?.kind === 'failed') return unverified({ direct: [direct.message] });
-  if (direct?.kind === 'uploaded') path = 'direct';
-  else if (toSend.length > 0) {
+  if (toSend.length > 0 && direct?.kind !== 'uploaded') {
     const refused = await streamAll(ssh, remoteDir, toSend, target, options);
     if (refused.missing.length > 0 || refused.different.length > 0) return unverified(refused);
   }
@@ -58,6 +56,8 @@ export async function retrieveResultsToS3(ssh: SshConnection, { runDir, stateDir
   if (problems.missing.length + problems.different.length + problems.extra.length > 0) return unverified(problems);
 
   await putJobLog(ssh, stateDir, target, signal);
+  const sentNow: ResultsPath = direct?.kind === 'uploaded' ? 'direct' : 'controller';
+  const path = carriedBy([...stored.values(), ...toSend.map(() => sentNow)]);
   await writeSums(target, manifest.files, path, signal);
   const marked = await execChecked(ssh, markRetrievedCommand({ stateDir }), 'marking the results retrieved', commandTimeout);
   parseAck(marked.stdout.toString('utf8'), RETRIEVED_TAG);
@@ -106,6 +106,14 @@ async function putJobLog(ssh: SshConnection, stateDir: string, target: S3Target,
   } finally {
     sftp.end();
   }
+}
+
+/**
+ * The path that carried the results: direct only when the pod sent every file, in this try or an earlier
+ * one whose verification failed (a store may answer an object's old state for a moment after its upload).
+ */
+export function carriedBy(paths: readonly (ResultsPath | undefined)[]): ResultsPath {
+  return paths.length > 0 && paths.every((path) => path === 'direct') ? 'direct' : 'controller';
 }
 
 function unverified(problems: Record<string, readonly string[]>): RetrievalOutcome {
