@@ -2,8 +2,10 @@
 // of their top-level tests' durations: tests within a file run one after another), then every failed
 // test by file and name with the first line of its error. `make test` adds it beside the spec reporter,
 // so every run says where the suite's time goes, and the last lines of a failed run (all a CI log may
-// keep) name what failed.
+// keep) name what failed. With RECORD_TEST_DURATIONS=1 (the suite's heavy runner) it also records each
+// file's time, so that the next run starts the longest first (test/support/file-order.ts).
 import { relative } from 'node:path';
+import { recordDurations } from './file-order.ts';
 
 interface TestEvent {
   type: string;
@@ -29,6 +31,9 @@ export default async function* slowestFiles(source: AsyncIterable<TestEvent>): A
     }
     if (!file || nesting !== 0 || details?.duration_ms === undefined) continue;
     byFile.set(file, (byFile.get(file) ?? 0) + details.duration_ms);
+  }
+  if (process.env.RECORD_TEST_DURATIONS === '1' && byFile.size > 0) {
+    recordDurations(Object.fromEntries([...byFile].map(([file, ms]) => [relative(process.cwd(), file), Math.round(ms)])));
   }
   const slowest = [...byFile].sort((a, b) => b[1] - a[1]).slice(0, shown);
   if (slowest.length > 0) {
