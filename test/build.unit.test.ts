@@ -3,8 +3,8 @@
 // controller must still start without the AWS SDK (test/startup-modules.unit.test.ts, for the sources).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { builtinModules } from 'node:module';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { builtinModules, SourceMap } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -50,4 +50,14 @@ test('every module of the bundle loads where no node_modules can be found', () =
   // The controller's and the plugin's entries run only as entry points (import.meta.main): importing starts nothing.
   const script = `for (const file of ${JSON.stringify(modules)}) await import(${JSON.stringify(outdir)} + '/' + file);`;
   execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: outdir, stdio: ['ignore', 'ignore', 'pipe'] });
+});
+
+test('the minified bundle maps back to the sources (what NODE_OPTIONS=--enable-source-maps reads)', () => {
+  const code = readFileSync(join(outdir, 'controller.mjs'), 'utf8');
+  assert.match(code, /\n\/\/# sourceMappingURL=controller\.mjs\.map\n?$/);
+  const map = new SourceMap(JSON.parse(readFileSync(join(outdir, 'controller.mjs.map'), 'utf8')) as ConstructorParameters<typeof SourceMap>[0]);
+  const at = code.indexOf('cannot start:');
+  const lines = code.slice(0, at).split('\n');
+  const entry = map.findEntry(lines.length - 1, lines.at(-1)?.length ?? 0);
+  assert.ok('originalSource' in entry && entry.originalSource.endsWith('/src/main.ts'), `mapped to ${JSON.stringify(entry)}`);
 });
