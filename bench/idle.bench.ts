@@ -1,6 +1,6 @@
 // The idle controller's cost: a controller process (as deployed: its own process, info logs,
-// metrics and probes on) that has finished a few runs, then left idle for 60 s. Printed: RSS and CPU
-// time from ps before and after the idle minute.
+// metrics and probes on) that has finished a few runs, then left idle for 60 s (IDLE_SECONDS). Printed:
+// RSS and CPU time from ps before and after the idle minute, and the RSS split into anonymous and file-backed.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -28,6 +28,12 @@ const controller = await startControllerProcess({
   kubeconfig: kubeconfigPath, namespace, 'cluster-id': `bench-${namespace}`, 'runpod-api-url': sim.baseUrl, 'lease-namespace': namespace,
   'results-dir': resultsDir, 'log-level': 'info',
 });
+/** RSS as the kernel splits it: anonymous (heap, stacks, malloc), file-backed (the binary, libraries), shared. */
+const rssParts = (): string => {
+  const status = readFileSync(`/proc/${controller.pid}/status`, 'utf8');
+  const kib = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+  return ['RssAnon', 'RssFile', 'RssShmem'].map((f) => `${f} ${(kib(f) / 1024).toFixed(1)}`).join(', ') + ' MiB';
+};
 const ps = (): string => execFileSync('ps', ['-o', 'rss=,time=', '-p', String(controller.pid)], { encoding: 'utf8' }).trim();
 /** utime + stime in seconds (ps's time has a resolution of one second). */
 const cpuSeconds = (): number => {
@@ -52,6 +58,7 @@ try {
   const [rssAfter, cpuAfter] = ps().split(/\s+/);
   console.log(`${runs} runs Succeeded, then ${idleSeconds} s idle (poll interval 10 s, metrics and probes on, info logs)`);
   console.log(`  RSS ${(Number(rssBefore) / 1024).toFixed(1)} MiB -> ${(Number(rssAfter) / 1024).toFixed(1)} MiB; CPU time ${cpuBefore} -> ${cpuAfter} (ps -o rss,time)`);
+  console.log(`  of it: ${rssParts()}`);
   console.log(`  CPU used while idle: ${cpuIdle.toFixed(2)} s in ${idleSeconds} s (${((100 * cpuIdle) / idleSeconds).toFixed(2)} % of one core)`);
   await ns(['delete', 'rpr', '--all', '--timeout=60s']);
   await assertNoLeaks(sim.adminUrl, 30_000);
