@@ -234,6 +234,8 @@ export async function startBenchWorld(prefix: string, options: BenchWorldOptions
     kubeconfig: kubeconfigPath, namespace, clusterId: `bench-${namespace}`, runpodApiUrl: sim.baseUrl,
     pollInterval: options.pollInterval, watchdogPeriod: options.watchdogPeriod,
     leaderElect: 'true', leaseNamespace: namespace, logLevel, resultsDir, metricsBindAddress: '0', healthProbeBindAddress: '0',
+    // BENCH_WORKERS: --max-concurrent-reconciles other than the default, to see whether the workers are the bound.
+    ...(process.env.BENCH_WORKERS ? { maxConcurrentReconciles: process.env.BENCH_WORKERS } : {}),
   });
   const before = latestController;
   const controller: RunningController = await startController(config, { logger, onLostLeadership: () => problems.push('lost leadership') });
