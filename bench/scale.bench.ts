@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import type { SimConfigInput } from '../test/runpod-sim/config.ts';
 import { simPodLogs } from '../test/runpod-sim/client.ts';
 import {
-  callRows, fmtMiB, fmtS, percentile, podsOfRun, RssSampler, runManifest, simPods, simStats, sshConnections, startBenchWorld,
+  callRows, fmtMiB, fmtS, percentile, podsOfRun, RssSampler, runManifest, runOfPod, simPods, simStats, sshConnections, startBenchWorld,
   totalReconciles, type BenchWorld, type SimPod,
 } from './support.ts';
 
@@ -114,7 +114,7 @@ function watchCreatesSent(): { sentAt: Map<string, number>; stop: () => void } {
     const { request } = message as { request: { method: string; path: string; body?: unknown } };
     if (request.method !== 'POST' || request.path !== '/v2/pods') return;
     const { name } = JSON.parse(String(request.body)) as { name?: string };
-    const run = name?.replace(/-\d+$/, '');
+    const run = name === undefined ? undefined : runOfPod(name);
     if (run !== undefined && !sentAt.has(run)) sentAt.set(run, Date.now());
   };
   diagnostics.subscribe('undici:request:create', onRequest);
@@ -153,7 +153,12 @@ async function batch(n: number): Promise<Table> {
     const pods = await simPods(world.sim.adminUrl);
     const stats = await simStats(world.sim.adminUrl);
     const firstCreate = (name: string): number | undefined => podsOfRun(pods, name).map((pod) => Date.parse(pod.createdAt)).sort((a, b) => a - b)[0];
-    const since = (times: (number | undefined)[]): number[] => times.filter((at): at is number => at !== undefined).map((at) => at - startedAt);
+    /** Per run, the time from `from` to `to`, where both are known. */
+    const between = (from: (name: string) => number | undefined, to: (name: string) => number | undefined): number[] => runNames.map((name) => {
+      const [start, end] = [from(name), to(name)];
+      return start !== undefined && end !== undefined ? end - start : undefined;
+    }).filter((ms): ms is number => ms !== undefined);
+    const applied = (): number => startedAt;
     const succeeded = runNames.filter((name) => world.tracker.runs.get(name)?.last?.status?.phase === 'Succeeded').length;
     const deleteWaits = runNames.map((name) => {
       const retrieved = world.tracker.at(name, 'cond:ResultsRetrieved');
@@ -171,20 +176,16 @@ async function batch(n: number): Promise<Table> {
     const ssh = await sshAccepted(world, pods);
 
     table.set('outcome', `${succeeded}/${n} Succeeded, ${pods.length} pods created`);
-    table.set('apply -> create p50 / p99 / max', fmtP(since(runNames.map(firstCreate))));
+    table.set('apply -> create p50 / p99 / max', fmtP(between(applied, firstCreate)));
     // kubectl writes a List's objects one after another: the last exists seconds after the first. From
     // each run's own arrival on the watch, the wait is the controller's alone.
     table.set('  kubectl apply of all', fmtS(applyMs));
-    const between = (from: (name: string) => number | undefined, to: (name: string) => number | undefined): number[] => runNames.map((name) => {
-      const [start, end] = [from(name), to(name)];
-      return start !== undefined && end !== undefined ? end - start : undefined;
-    }).filter((ms): ms is number => ms !== undefined);
     const added = (name: string): number | undefined => world.tracker.at(name, 'added');
     const sent = (name: string): number | undefined => creates.sentAt.get(name);
     table.set('  run on the watch -> create p50 / p99 / max', fmtP(between(added, firstCreate)));
     table.set('    on the watch -> POST sent', fmtP(between(added, sent)));
     table.set('    POST sent -> Runpod has it', fmtP(between(sent, firstCreate)));
-    table.set('apply -> Running p50 / p99', (() => { const v = since(runNames.map((name) => world.tracker.at(name, 'phase:Running'))); return `${fmtS(percentile(v, 50))} / ${fmtS(percentile(v, 99))}`; })());
+    table.set('apply -> Running p50 / p99', (() => { const v = between(applied, (name) => world.tracker.at(name, 'phase:Running')); return `${fmtS(percentile(v, 50))} / ${fmtS(percentile(v, 99))}`; })());
     table.set('first apply -> last end', fmtS(wallMs));
     table.set('runs per minute', fmtN(n / (wallMs / 60_000)));
     table.set('account requests per run', fmtN(accountTotal / n, 2));

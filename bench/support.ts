@@ -420,7 +420,9 @@ export function busiestWindow(samples: { at: number; total: number }[], windowMs
   return best;
 }
 
-export const podsOfRun = (pods: SimPod[], name: string): SimPod[] => pods.filter((pod) => pod.name.replace(/-\d+$/, '') === name);
+/** The run a pod was created for: the controller names a run's pods `<run>-<attempt>`. */
+export const runOfPod = (podName: string): string => podName.replace(/-\d+$/, '');
+export const podsOfRun = (pods: SimPod[], name: string): SimPod[] => pods.filter((pod) => runOfPod(pod.name) === name);
 
 /** The requests counted in `after` but not yet in `before`. */
 export function diffStats(after: SimStats, before: SimStats): SimStats {
