@@ -1,7 +1,7 @@
 // Shared by the simulator's own tests: raw API calls, SSH keys, an sshd-starting pod, waiting.
 import ssh2 from 'ssh2';
 import { generateKeyPair } from '../../src/ssh/keys.ts';
-import { simPods } from './client.ts';
+import { simPodLogs, simPods } from './client.ts';
 import type { RunningSimulator } from './server.ts';
 import { eventually } from '../support/eventually.ts';
 
@@ -90,7 +90,14 @@ export function sshdPodBody(name: string, host: KeyPair, client: KeyPair, extra:
  * GET /v2/pods/{id} reports as ssh.direct.
  */
 export async function waitForSsh(sim: RunningSimulator, key: string, podId: string): Promise<number> {
-  await eventually(`ssh.direct of ${podId}`, async () => ((await simPods(sim.adminUrl)).find((pod) => pod.id === podId)?.ready ? true : undefined));
+  try {
+    await eventually(`ssh.direct of ${podId}`, async () => ((await simPods(sim.adminUrl)).find((pod) => pod.id === podId)?.ready ? true : undefined));
+  } catch (error) {
+    // A pod that never came up says why in its own log: the failure carries it (seen once in a full suite, never alone).
+    const pod = (await simPods(sim.adminUrl)).find((p) => p.id === podId);
+    const log = (await simPodLogs(sim.adminUrl, podId)).split('\n').slice(-20).join('\n');
+    throw new Error(`${(error as Error).message}; the pod is ${pod?.status ?? 'not listed'}, its log ends:\n${log}`, { cause: error });
+  }
   const response = await call(sim, 'GET', `/v2/pods/${podId}`, { key });
   const port = field(response.body, 'ssh', 'direct', 'port');
   if (typeof port !== 'number') throw new Error(`pod ${podId} is ready but GET reports no ssh.direct port`);
