@@ -18,6 +18,7 @@ import { splitKey } from '../kube/keys.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import { act, podView, protectSshKeys, type ActContext } from './act/act.ts';
 import { activeDeadlineMs, decide, learn, pendingDeletions, placement, transitionEvent } from './decide/decide.ts';
+import { CallReads } from './observe/call-reads.ts';
 import { stillCurrent } from './observe/fresh-view.ts';
 import { connectIfReady, type PodConnection } from './observe/pod-connection.ts';
 import { storedResultsOf } from './observe/stored-results.ts';
@@ -41,6 +42,9 @@ export type { EventSink, ReconcileCall, RunReconcilerOptions } from './reconcile
  */
 const preparingSteps: ReadonlySet<Action['type']> = new Set(['addFinalizer', 'ensureSshKeys', 'readCatalog', 'setKeep']);
 
+/** The CallReads name of the run's SSH Secret read (the one read a preparing step changes). */
+const sshSecretRead = 'ssh';
+
 export class RunReconciler {
   readonly runs: RunApi;
   #options: RunReconcilerOptions;
@@ -63,19 +67,26 @@ export class RunReconciler {
     // once, the first creates are sent at once rather than after every run's finalizer and keys, and a
     // ready pod's job starts in the reconcile that set its keepPod (measured with 300 runs: a turn of
     // the queue between the two was up to 70 s).
-    for (let pass = 0; ; pass++) {
-      const run = await this.runs.get(namespace, name);
-      if (!run) return {};
+    const reads = new CallReads();
+    let run = await this.runs.get(namespace, name);
+    for (let pass = 0; run; pass++) {
+      const view = run;
       // What this reconcile registers for redaction is the run's: released when the run ends.
-      const { result, action } = await withSecretOwner(run.metadata.uid, () => this.#reconcile(run, call));
+      const { result, action, newest } = await withSecretOwner(view.metadata.uid, () => this.#reconcile(view, call, reads));
       if (call.oneStep || !preparingSteps.has(action) || result.requeueAfterMs !== 0 || pass >= preparingSteps.size) return result;
+      if (action === 'ensureSshKeys') reads.forget(sshSecretRead);
+      // The next pass decides on the newest answer the API server gave about the run (its status write,
+      // or this pass's view when it wrote none): a create is still sent only on a view the API server has
+      // just confirmed current (fresh-view.ts). The finalizer's write is not handed back: read it again.
+      run = action === 'addFinalizer' ? await this.runs.get(namespace, name) : newest;
     }
+    return {};
   }
 
-  async #reconcile(run: RunpodRun, call: ReconcileCall): Promise<{ result: ReconcileResult; action: Action['type'] }> {
+  async #reconcile(run: RunpodRun, call: ReconcileCall, reads: CallReads): Promise<{ result: ReconcileResult; action: Action['type']; newest: RunpodRun }> {
     const { signal } = call;
     signal?.throwIfAborted();
-    const { obs, context, pod } = await this.#observe(run, call);
+    const { obs, context, pod } = await this.#observe(run, call, reads);
     // Closing the connection ends whatever runs over it (an exec, a transfer) at once.
     const closeOnAbort = (): void => context.ssh?.close();
     signal?.addEventListener('abort', closeOnAbort, { once: true });
@@ -92,7 +103,7 @@ export class RunReconciler {
     }
   }
 
-  async #decideAndAct(run: RunpodRun, obs: Observation, context: Omit<ActContext, 'run'>, call: ReconcileCall): Promise<{ result: ReconcileResult; action: Action['type'] }> {
+  async #decideAndAct(run: RunpodRun, obs: Observation, context: Omit<ActContext, 'run'>, call: ReconcileCall): Promise<{ result: ReconcileResult; action: Action['type']; newest: RunpodRun }> {
     const { signal } = call;
     const decision = decide(obs);
     let current = run;
@@ -115,7 +126,7 @@ export class RunReconciler {
     signal?.throwIfAborted();
     if (decision.action.type === 'createPod' && !(await stillCurrent(this.runs, run, current))) {
       (call.log ?? this.#options.logger).info({ run: run.metadata.name, namespace: run.metadata.namespace, attempt }, 'the run changed since this reconcile read it; deciding again before any create');
-      return { result: { requeueAfterMs: 0 }, action: decision.action.type };
+      return { result: { requeueAfterMs: 0 }, action: decision.action.type, newest: current };
     }
     let outcome: Outcome | undefined;
     try {
@@ -126,7 +137,7 @@ export class RunReconciler {
       if (!isRunpodError(error, 'rate-limited') || signal?.aborted) throw error;
       const afterMs = Math.max(1000, error.retryAfterMs ?? this.#options.settings.timings.workerRateLimitWaitMs);
       (call.log ?? this.#options.logger).info({ run: run.metadata.name, namespace: run.metadata.namespace, action: decision.action.type, afterMs }, 'the account\'s Runpod budget is spent for now; the step is taken again when it frees');
-      return { result: { requeueAfterMs: afterMs }, action: decision.action.type };
+      return { result: { requeueAfterMs: afterMs }, action: decision.action.type, newest: current };
     }
     // A replica told to stop writes nothing more: the intent is in the status, the next leader observes again.
     signal?.throwIfAborted();
@@ -142,10 +153,10 @@ export class RunReconciler {
     // What a cut-short retrieval staged waits to be resumed only while the run may still retrieve.
     const settled = decision.action.type === 'removeFinalizer' || (!isTerminal(run.status?.phase) && isTerminal(current.status?.phase));
     if (settled && !context.s3) await discardStagingOf(context.resultLocation);
-    return { result: this.#requeue(decision.requeue), action: decision.action.type };
+    return { result: this.#requeue(decision.requeue), action: decision.action.type, newest: current };
   }
 
-  async #observe(run: RunpodRun, call: ReconcileCall): Promise<{ obs: Observation; context: Omit<ActContext, 'run'>; pod: PodConnection | undefined }> {
+  async #observe(run: RunpodRun, call: ReconcileCall, reads: CallReads): Promise<{ obs: Observation; context: Omit<ActContext, 'run'>; pod: PodConnection | undefined }> {
     const { uid, namespace } = run.metadata;
     const parsed = parseSpec(run.spec);
     const s3 = parsed.ok ? s3SettingsFor(parsed.spec.results.s3, this.#options.s3Defaults, { namespace, name: run.metadata.name, uid }, this.#options.s3AllowedBuckets) : undefined;
@@ -153,11 +164,21 @@ export class RunReconciler {
     // anything is rented; a run that already rented (the flag changed since) keeps going, its retrieval refused.
     const verdict = s3?.refused && !run.status?.attempts?.length ? { ok: false as const, message: s3.refused } : parsed;
     const spec = verdict.ok ? verdict.spec : undefined;
-    const keyRead = spec ? await this.runs.runpodKey(namespace, spec.credentials.secretName, spec.credentials.key) : undefined;
-    const secretKey = keyRead?.ok ? keyRead.apiKey : undefined;
     // A finished run uses no SSH key, job secret or S3 key again (its account's key is the client's, held
     // by the process): what it registered goes, and nothing is registered again at each resync.
     const finished = isTerminal(run.status?.phase);
+    // The job's inputs matter until the job has started: before renting, and for the start itself. A job
+    // started before this process did has its secrets read once, only so that its output is redacted.
+    const inputsMatter = spec && !finished && !run.status?.job?.startedAt;
+    const generation = run.metadata.generation ?? 1;
+    // Independent reads, sent together: each is a round trip to an API server every new run shares.
+    const [keyRead, { keys: sshKeys, foreign: sshSecretConflict }, read] = await Promise.all([
+      spec && reads.once(`key@${generation}`, () => this.runs.runpodKey(namespace, spec.credentials.secretName, spec.credentials.key)),
+      reads.once(sshSecretRead, () => this.runs.readSshSecret(run)),
+      spec && !finished && (inputsMatter || !this.#jobInputsRead.has(uid))
+        ? reads.once(`inputs@${generation}`, () => resolveJobInputs(this.runs, namespace, spec, this.#registryPrefix)) : undefined,
+    ]);
+    const secretKey = keyRead?.ok ? keyRead.apiKey : undefined;
     if (finished) this.#releaseSecrets(uid);
     else registerSecret(secretKey);
     if (secretKey) this.#options.accounts.rememberRunKey(uid, secretKey);
@@ -166,14 +187,8 @@ export class RunReconciler {
     const account = apiKey ? this.#options.accounts.get(apiKey) : undefined;
     const snapshot = account?.observer.snapshot;
     if (snapshot) this.#evidence.noteList(new Set((snapshot.byRun.get(uid) ?? []).map((pod) => pod.id)), snapshot.listedAt, pendingDeletions(run.status ?? {}), this.#options.settings.timings.lookSpacingMs / 2);
-    const { keys: sshKeys, foreign: sshSecretConflict } = await this.runs.readSshSecret(run);
     if (sshKeys && !finished) protectSshKeys(sshKeys);
     const status: RunpodRunStatus = structuredClone(run.status ?? {});
-    // The job's inputs matter until the job has started: before renting, and for the start itself. A job
-    // started before this process did has its secrets read once, only so that its output is redacted.
-    const inputsMatter = spec && !finished && !status.job?.startedAt;
-    const read = spec && !finished && (inputsMatter || !this.#jobInputsRead.has(uid))
-      ? await resolveJobInputs(this.runs, namespace, spec, this.#registryPrefix) : undefined;
     if (read) this.#jobInputsRead.add(uid);
     const jobInputs: JobInputsVerdict = inputsMatter && read ? read : { ok: true, inputs: { env: {}, files: [] } };
     const listed = snapshot && (snapshot.byRun.get(uid) ?? []).map(podView);

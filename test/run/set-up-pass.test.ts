@@ -8,6 +8,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { finalizer } from '../../src/api/runpodrun.ts';
 import { createLogger } from '../../src/log.ts';
 import { countRequests, simStats } from '../runpod-sim/client.ts';
+import { watchApiRequests } from '../support/api-requests.ts';
 import { reconcilerWorld } from './reconciler-world.ts';
 
 const apiKey = 'rpa_SET_UP_PASS_KEY_0123456789ab';
@@ -28,7 +29,18 @@ test('one reconcile of a new run adds its finalizer, makes its SSH keys, reads t
     assert.ok((await world.get('stepped')).metadata.finalizers?.includes(finalizer));
     assert.equal(countRequests(await simStats(sim.adminUrl), 'POST', '/v2/pods'), 0, 'one step: no create yet');
 
-    await reconciler.reconcile(`${namespace}/whole`);
+    // What the passes cost the API server (their share of what it serves when many runs arrive at once).
+    const requests = watchApiRequests();
+    try {
+      await reconciler.reconcile(`${namespace}/whole`);
+    } finally {
+      requests.stop();
+    }
+    const seen = JSON.stringify(Object.fromEntries(requests.counts));
+    // The key's Secret once; the SSH Secret once, and again after the step that made it.
+    assert.equal(requests.of('GET secrets'), 2 + 1, `Secrets read: ${seen}`);
+    // The run once, and again after its finalizer (the one write whose answer the pass does not keep).
+    assert.equal(requests.of('GET runpodruns'), 2, `runs read: ${seen}`);
     const run = await world.get('whole');
     assert.ok(run.metadata.finalizers?.includes(finalizer), 'finalizer');
     await world.core.readNamespacedSecret({ namespace, name: 'whole-ssh' });
