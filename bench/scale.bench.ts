@@ -12,6 +12,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import type { SimConfigInput } from '../test/runpod-sim/config.ts';
 import { simPodLogs } from '../test/runpod-sim/client.ts';
+import { watchApiRequests } from '../test/support/api-requests.ts';
+import { cpuByParty, cpuShares } from './process-cpu.ts';
 import {
   callRows, fmtMiB, fmtS, percentile, podsOfRun, RssSampler, runManifest, runOfPod, simPods, simStats, sshConnections, startBenchWorld,
   totalReconciles, type BenchWorld, type SimPod,
@@ -108,14 +110,16 @@ type Table = Map<string, string>;
  * When the controller (in this process) sent each run's first create, from undici's diagnostics channel:
  * the controller's part of apply -> create ends there, the simulator's starts.
  */
-function watchCreatesSent(): { sentAt: Map<string, number>; stop: () => void } {
+function watchCreatesSent(runCount: number, onAllSent: () => void): { sentAt: Map<string, number>; stop: () => void } {
   const sentAt = new Map<string, number>();
   const onRequest = (message: unknown): void => {
     const { request } = message as { request: { method: string; path: string; body?: unknown } };
     if (request.method !== 'POST' || request.path !== '/v2/pods') return;
     const { name } = JSON.parse(String(request.body)) as { name?: string };
     const run = name === undefined ? undefined : runOfPod(name);
-    if (run !== undefined && !sentAt.has(run)) sentAt.set(run, Date.now());
+    if (run === undefined || sentAt.has(run)) return;
+    sentAt.set(run, Date.now());
+    if (sentAt.size === runCount) onAllSent();
   };
   diagnostics.subscribe('undici:request:create', onRequest);
   return { sentAt, stop: () => diagnostics.unsubscribe('undici:request:create', onRequest) };
@@ -141,13 +145,21 @@ async function batch(n: number): Promise<Table> {
       limits: { maxRuntimeSeconds: 1800, readyTimeoutSeconds: 900, bootGraceSeconds: 1200 },
     }));
     const reconcilesBefore = totalReconciles(world.controllerStats()) ?? 0;
-    const creates = watchCreatesSent();
+    const apiRequests = watchApiRequests();
+    let beforeCreates = new Map<string, number>();
+    const cpuAtApply = cpuByParty(world.sim.pid);
+    let cpuAtLastCreate = cpuAtApply;
+    const creates = watchCreatesSent(n, () => {
+      beforeCreates = apiRequests.snapshot();
+      cpuAtLastCreate = cpuByParty(world.sim.pid);
+    });
     const { result: { startedAt, applyMs }, cpuS, machineBusy, lagP99Ms, sampler } = await measured(async () => {
       const { startedAt: at, tookMs } = await world.apply(manifests);
       await world.tracker.waitForAll(runNames, ended, 300_000 + n * (rateLimit === 'runpod' ? 10_000 : 3000));
       return { startedAt: at, applyMs: tookMs };
     });
     creates.stop();
+    apiRequests.stop();
     const wallMs = Math.max(...runNames.map((name) => world.tracker.at(name, 'phase:Succeeded') ?? world.tracker.at(name, 'phase:Failed') ?? Number.NaN)) - startedAt;
     const held = await afterGc();
     const pods = await simPods(world.sim.adminUrl);
@@ -185,6 +197,9 @@ async function batch(n: number): Promise<Table> {
     table.set('  run on the watch -> create p50 / p99 / max', fmtP(between(added, firstCreate)));
     table.set('    on the watch -> POST sent', fmtP(between(added, sent)));
     table.set('    POST sent -> Runpod has it', fmtP(between(sent, firstCreate)));
+    // On one machine the first pods boot (real sshd and shells) while the last creates are prepared.
+    const lastSent = Math.max(...creates.sentAt.values());
+    table.set('  machine CPU until the last create', `${fmtS(lastSent - startedAt)} wall: ${cpuShares(cpuAtApply, cpuAtLastCreate)}`);
     table.set('apply -> Running p50 / p99', (() => { const v = between(applied, (name) => world.tracker.at(name, 'phase:Running')); return `${fmtS(percentile(v, 50))} / ${fmtS(percentile(v, 99))}`; })());
     table.set('first apply -> last end', fmtS(wallMs));
     table.set('runs per minute', fmtN(n / (wallMs / 60_000)));
@@ -194,6 +209,9 @@ async function batch(n: number): Promise<Table> {
     table.set('  ratio to the bound', `${fmtN(accountTotal / n / bound, 2)}x`);
     table.set('429s received', String(throttled));
     table.set('status writes / phase changes per run', `${fmtN(statusWrites / n)} / ${fmtN(phaseChanges / n)}`);
+    const perRun = (counts: Map<string, number>): string => fmtN([...counts.values()].reduce((sum, c) => sum + c, 0) / n);
+    table.set('API-server requests per run: until the last create / all', `${perRun(beforeCreates)} / ${perRun(apiRequests.counts)}`);
+    for (const [what, count] of [...apiRequests.counts].sort((a, b) => b[1] - a[1])) table.set(`  ${what}`, `${fmtN((beforeCreates.get(what) ?? 0) / n)} / ${fmtN(count / n)}`);
     table.set('reconciles per run', fmtN(((totalReconciles(world.controllerStats()) ?? 0) - reconcilesBefore) / n));
     table.set('SSH connections per run', fmtN(ssh / n));
     table.set('results -> pod deleted, longest', fmtS(deleteWaits.length ? Math.max(...deleteWaits) : undefined));
