@@ -10,7 +10,8 @@ import { isRunpodError } from '../runpod/index.ts';
 import { s3SettingsFor, s3Uri } from '../results/s3-settings.ts';
 import { discardStagingOf, resultLocation } from '../results/store.ts';
 import { conditionIs, isTerminal } from './decide/conditions.ts';
-import { resolveJobInputs, type JobInputsVerdict } from './observe/job-inputs.ts';
+import type { JobInputsVerdict } from './observe/job-inputs.ts';
+import { NamespaceReads, sshSecretRead } from './observe/namespace-reads.ts';
 import { registryNamePrefix } from './observe/registry-auth.ts';
 import { sshJobHost } from './ports/job-host.ts';
 import { runDirOf, stateDirOf } from '../pod/index.ts';
@@ -42,22 +43,16 @@ export type { EventSink, ReconcileCall, RunReconcilerOptions } from './reconcile
  */
 const preparingSteps: ReadonlySet<Action['type']> = new Set(['addFinalizer', 'ensureSshKeys', 'readCatalog', 'setKeep']);
 
-/** The CallReads name of the run's SSH Secret read (the one read a preparing step changes). */
-const sshSecretRead = 'ssh';
-
 export class RunReconciler {
   readonly runs: RunApi;
   #options: RunReconcilerOptions;
   #evidence = new RunEvidence();
-  /** Runs whose job inputs this process has read (so registered their secrets), by UID. */
-  #jobInputsRead = new Set<string>();
-  /** This install's prefix of Runpod registry credential names. */
-  readonly #registryPrefix: string;
+  readonly #namespaceReads: NamespaceReads;
 
   constructor(options: RunReconcilerOptions) {
     this.#options = options;
-    this.#registryPrefix = registryNamePrefix(options.clusterId, options.scope);
     this.runs = new RunApi(options.kubeConfig);
+    this.#namespaceReads = new NamespaceReads(this.runs, registryNamePrefix(options.clusterId, options.scope));
   }
 
   async reconcile(key: string, call: ReconcileCall = {}): Promise<ReconcileResult> {
@@ -167,17 +162,9 @@ export class RunReconciler {
     // A finished run uses no SSH key, job secret or S3 key again (its account's key is the client's, held
     // by the process): what it registered goes, and nothing is registered again at each resync.
     const finished = isTerminal(run.status?.phase);
-    // The job's inputs matter until the job has started: before renting, and for the start itself. A job
-    // started before this process did has its secrets read once, only so that its output is redacted.
+    // The job's inputs matter until the job has started: before renting, and for the start itself.
     const inputsMatter = spec && !finished && !run.status?.job?.startedAt;
-    const generation = run.metadata.generation ?? 1;
-    // Independent reads, sent together: each is a round trip to an API server every new run shares.
-    const [keyRead, { keys: sshKeys, foreign: sshSecretConflict }, read] = await Promise.all([
-      spec && reads.once(`key@${generation}`, () => this.runs.runpodKey(namespace, spec.credentials.secretName, spec.credentials.key)),
-      reads.once(sshSecretRead, () => this.runs.readSshSecret(run)),
-      spec && !finished && (inputsMatter || !this.#jobInputsRead.has(uid))
-        ? reads.once(`inputs@${generation}`, () => resolveJobInputs(this.runs, namespace, spec, this.#registryPrefix)) : undefined,
-    ]);
+    const { keyRead, sshKeys, sshSecretConflict, jobInputs: read } = await this.#namespaceReads.read(run, spec, finished, !inputsMatter, reads);
     const secretKey = keyRead?.ok ? keyRead.apiKey : undefined;
     if (finished) this.#releaseSecrets(uid);
     else registerSecret(secretKey);
@@ -189,7 +176,6 @@ export class RunReconciler {
     if (snapshot) this.#evidence.noteList(new Set((snapshot.byRun.get(uid) ?? []).map((pod) => pod.id)), snapshot.listedAt, pendingDeletions(run.status ?? {}), this.#options.settings.timings.lookSpacingMs / 2);
     if (sshKeys && !finished) protectSshKeys(sshKeys);
     const status: RunpodRunStatus = structuredClone(run.status ?? {});
-    if (read) this.#jobInputsRead.add(uid);
     const jobInputs: JobInputsVerdict = inputsMatter && read ? read : { ok: true, inputs: { env: {}, files: [] } };
     const listed = snapshot && (snapshot.byRun.get(uid) ?? []).map(podView);
     // A pod that restarted its container has new port mappings: the list knows them before the status
@@ -281,7 +267,7 @@ export class RunReconciler {
 
   #releaseSecrets(uid: string): void {
     releaseSecrets(uid);
-    this.#jobInputsRead.delete(uid);
+    this.#namespaceReads.forget(uid);
   }
 
   #forget(run: RunpodRun, transfers: RetrievalPool | undefined): void {

@@ -1,0 +1,65 @@
+// What a reconcile reads of the run's namespace: its Runpod key, its own SSH Secret and the job's
+// inputs. Independent reads, sent together: each is a round trip to an API server that every new run
+// shares. Within one reconcile call each is read once (CallReads); across calls, only the run's SSH
+// keys are kept, since the Secret holding them is never rewritten while its run lives.
+import type { RunpodRun } from '../../api/runpodrun.ts';
+import type { RunpodRunSpec } from '../../api/spec.ts';
+import type { RunApi, SshSecret } from '../ports/run-api.ts';
+import type { CallReads } from './call-reads.ts';
+import { resolveJobInputs, type JobInputsVerdict } from './job-inputs.ts';
+
+/** The CallReads name of the SSH Secret read: the one read a preparing step changes (ensureSshKeys). */
+export const sshSecretRead = 'ssh';
+
+export interface NamespaceView {
+  keyRead: Awaited<ReturnType<RunApi['runpodKey']>> | undefined;
+  sshKeys: SshSecret | undefined;
+  sshSecretConflict: string | undefined;
+  /** undefined when the inputs were not read (a finished run, or a started job's already registered). */
+  jobInputs: JobInputsVerdict | undefined;
+}
+
+export class NamespaceReads {
+  readonly #runs: RunApi;
+  /** This install's prefix of Runpod registry credential names. */
+  readonly #registryPrefix: string;
+  /** Runs whose job inputs this process has read (so registered their secrets), by UID. */
+  readonly #jobInputsRead = new Set<string>();
+  /** Each unfinished run's SSH keys, by UID, once read whole from the Secret it owns. */
+  readonly #sshKeys = new Map<string, SshSecret>();
+
+  constructor(runs: RunApi, registryPrefix: string) {
+    this.#runs = runs;
+    this.#registryPrefix = registryPrefix;
+  }
+
+  /**
+   * `finished`: the run uses no SSH key or job secret again. A job started before this process did has
+   * its inputs read once, only so that its secrets join the redaction set.
+   */
+  async read(run: RunpodRun, spec: RunpodRunSpec | undefined, finished: boolean, jobStarted: boolean, reads: CallReads): Promise<NamespaceView> {
+    const { uid, namespace } = run.metadata;
+    const generation = run.metadata.generation ?? 1;
+    const [keyRead, ssh, jobInputs] = await Promise.all([
+      spec && reads.once(`key@${generation}`, () => this.#runs.runpodKey(namespace, spec.credentials.secretName, spec.credentials.key)),
+      reads.once(sshSecretRead, () => this.#sshSecretOf(run, finished)),
+      spec && !finished && (!jobStarted || !this.#jobInputsRead.has(uid))
+        ? reads.once(`inputs@${generation}`, () => resolveJobInputs(this.#runs, namespace, spec, this.#registryPrefix)) : undefined,
+    ]);
+    if (jobInputs) this.#jobInputsRead.add(uid);
+    return { keyRead, sshKeys: ssh.keys, sshSecretConflict: ssh.foreign, jobInputs };
+  }
+
+  forget(uid: string): void {
+    this.#jobInputsRead.delete(uid);
+    this.#sshKeys.delete(uid);
+  }
+
+  async #sshSecretOf(run: RunpodRun, finished: boolean): Promise<{ keys?: SshSecret; foreign?: string }> {
+    const kept = this.#sshKeys.get(run.metadata.uid);
+    if (kept) return { keys: kept };
+    const read = await this.#runs.readSshSecret(run);
+    if (read.keys && !finished) this.#sshKeys.set(run.metadata.uid, read.keys);
+    return read;
+  }
+}
