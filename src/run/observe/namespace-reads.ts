@@ -1,7 +1,7 @@
 // What a reconcile reads of the run's namespace: its Runpod key, its own SSH Secret and the job's
 // inputs. Independent reads, sent together: each is a round trip to an API server that every new run
-// shares. Within one reconcile call each is read once (CallReads); across calls, only the run's SSH
-// keys are kept, since the Secret holding them is never rewritten while its run lives.
+// shares. Within one reconcile call each is read once (CallReads); each call reads afresh, so an edit
+// of a Secret (the SSH Secret's pinned host key too) is seen at the next reconcile.
 import type { RunpodRun } from '../../api/runpodrun.ts';
 import type { RunpodRunSpec } from '../../api/spec.ts';
 import type { RunApi, SshSecret } from '../ports/run-api.ts';
@@ -25,8 +25,6 @@ export class NamespaceReads {
   readonly #registryPrefix: string;
   /** Runs whose job inputs this process has read (so registered their secrets), by UID. */
   readonly #jobInputsRead = new Set<string>();
-  /** Each unfinished run's SSH keys, by UID, once read whole from the Secret it owns. */
-  readonly #sshKeys = new Map<string, SshSecret>();
 
   constructor(runs: RunApi, registryPrefix: string) {
     this.#runs = runs;
@@ -34,7 +32,7 @@ export class NamespaceReads {
   }
 
   /**
-   * `finished`: the run uses no SSH key or job secret again. A job started before this process did has
+   * `finished`: the run uses no job secret again. A job started before this process did has
    * its inputs read once, only so that its secrets join the redaction set.
    */
   async read(run: RunpodRun, spec: RunpodRunSpec | undefined, finished: boolean, jobStarted: boolean, reads: CallReads): Promise<NamespaceView> {
@@ -42,7 +40,7 @@ export class NamespaceReads {
     const generation = run.metadata.generation ?? 1;
     const [keyRead, ssh, jobInputs] = await Promise.all([
       spec && reads.once(`key@${generation}`, () => this.#runs.runpodKey(namespace, spec.credentials.secretName, spec.credentials.key)),
-      reads.once(sshSecretRead, () => this.#sshSecretOf(run, finished)),
+      reads.once(sshSecretRead, () => this.#runs.readSshSecret(run)),
       spec && !finished && (!jobStarted || !this.#jobInputsRead.has(uid))
         ? reads.once(`inputs@${generation}`, () => resolveJobInputs(this.#runs, namespace, spec, this.#registryPrefix)) : undefined,
     ]);
@@ -52,14 +50,5 @@ export class NamespaceReads {
 
   forget(uid: string): void {
     this.#jobInputsRead.delete(uid);
-    this.#sshKeys.delete(uid);
-  }
-
-  async #sshSecretOf(run: RunpodRun, finished: boolean): Promise<{ keys?: SshSecret; foreign?: string }> {
-    const kept = this.#sshKeys.get(run.metadata.uid);
-    if (kept) return { keys: kept };
-    const read = await this.#runs.readSshSecret(run);
-    if (read.keys && !finished) this.#sshKeys.set(run.metadata.uid, read.keys);
-    return read;
   }
 }
