@@ -26,7 +26,7 @@ function processes(): ProcessTimes[] {
   return found;
 }
 
-/** CPU seconds by party now; `since` - `until` of two readings is the stretch's share. */
+/** CPU seconds used so far, by party (cpuShares gives a stretch's, between two readings). */
 export function cpuByParty(simPid: number): Map<string, number> {
   const all = processes();
   const parent = new Map(all.map((p) => [p.pid, p.ppid]));
