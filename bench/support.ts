@@ -205,8 +205,6 @@ export interface BenchWorld {
   /** Log lines at warn and above (the controller logs at info; nothing is kept below warn). */
   problems: string[];
   controllerStats(): ControllerStats | undefined;
-  /** Another watch of the namespace's runs like `tracker`, synced (the caller stops it). */
-  watchAgain(): Promise<RunTracker>;
   /** `kubectl apply` of the manifests (one List); resolves with Date.now() taken just before kubectl starts. */
   apply(manifests: object[]): Promise<{ startedAt: number; tookMs: number }>;
   kubectl(args: string[]): Promise<{ status: number; stdout: string; stderr: string }>;
@@ -255,11 +253,6 @@ export async function startBenchWorld(prefix: string, options: BenchWorldOptions
   return {
     namespace, sim, tracker, resultsDir, problems,
     controllerStats: () => mine?.stats(),
-    async watchAgain() {
-      const again = new RunTracker(namespace, kubeConfig);
-      await again.start();
-      return again;
-    },
     async apply(manifests) {
       const list = { apiVersion: 'v1', kind: 'List', items: manifests };
       const startedAt = Date.now();
