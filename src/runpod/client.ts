@@ -87,6 +87,13 @@ export interface RunpodClient extends RunpodResources, PodLogs {
 
 
 const MAX_PAGES = 100;
+/**
+ * A page of the pod list may be far larger than any other answer: each pod is listed with its create
+ * call's env, and the controller's pods carry their scripts there (about 35 KB, 39 KB a listed pod in
+ * all), so 215 of them passed 8 MiB and every list failed. 256 MiB holds over 6000 such pods and still
+ * ends an endless body.
+ */
+const MAX_LIST_PAGE_BYTES = 256 * 1024 * 1024;
 const POD_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 
@@ -120,7 +127,7 @@ export function createRunpodClient(options: RunpodClientOptions): RunpodClient {
         {
           operation: 'listPods',
           priority: 'read',
-          request: { method: 'GET', path: '/pods', query: { cursor }, timeoutMs: timeouts.readMs },
+          request: { method: 'GET', path: '/pods', query: { cursor }, timeoutMs: timeouts.readMs, maxBodyBytes: MAX_LIST_PAGE_BYTES },
           attempts: retry.readAttempts,
           parse: (a) => listPodsResponseSchema.parse(a.body),
         },

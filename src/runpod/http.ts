@@ -29,6 +29,8 @@ export interface HttpRequest {
    * for quietMs, holds maxBytes, or timeoutMs passes, then closed; what came is the answer.
    */
   stream?: { quietMs: number; maxBytes: number } | undefined;
+  /** The largest 2xx body read (default 8 MiB); a longer one is cut and the answer unreadable. */
+  maxBodyBytes?: number | undefined;
 }
 
 /** No HTTP answer arrived. `error` is the underlying failure; never rethrow it as is. */
@@ -170,7 +172,7 @@ export function createHttp(options: HttpOptions): Http {
         res.body.destroy();
         return { status: res.statusCode, headers: res.headers, body: text, unreadable: false };
       }
-      const { text, truncated } = await readCapped(res.body, ok ? MAX_SUCCESS_BODY : MAX_ERROR_BODY);
+      const { text, truncated } = await readCapped(res.body, ok ? (req.maxBodyBytes ?? MAX_SUCCESS_BODY) : MAX_ERROR_BODY);
       if (truncated) res.body.destroy();
       const contentType = String(res.headers['content-type'] ?? '');
       const parsed = parseBody(text, contentType);
