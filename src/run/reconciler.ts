@@ -164,7 +164,7 @@ export class RunReconciler {
     const finished = isTerminal(run.status?.phase);
     // The job's inputs matter until the job has started: before renting, and for the start itself.
     const inputsMatter = spec && !finished && !run.status?.job?.startedAt;
-    const { keyRead, sshKeys, sshSecretConflict, jobInputs: read } = await this.#namespaceReads.read(run, spec, finished, !inputsMatter, reads);
+    const { keyRead, sshKeys, sshSecretConflict, jobInputs: read } = await this.#namespaceReads.read(run, spec, finished, reads);
     const secretKey = keyRead?.ok ? keyRead.apiKey : undefined;
     if (finished) this.#releaseSecrets(uid);
     else registerSecret(secretKey);

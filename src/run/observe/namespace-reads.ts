@@ -32,11 +32,12 @@ export class NamespaceReads {
   }
 
   /**
-   * `finished`: the run uses no job secret again. A job started before this process did has
-   * its inputs read once, only so that its secrets join the redaction set.
+   * `finished`: the run uses no job secret again. A job started before this process did has its inputs
+   * read once, only so that its secrets join the redaction set.
    */
-  async read(run: RunpodRun, spec: RunpodRunSpec | undefined, finished: boolean, jobStarted: boolean, reads: CallReads): Promise<NamespaceView> {
+  async read(run: RunpodRun, spec: RunpodRunSpec | undefined, finished: boolean, reads: CallReads): Promise<NamespaceView> {
     const { uid, namespace } = run.metadata;
+    const jobStarted = Boolean(run.status?.job?.startedAt);
     const generation = run.metadata.generation ?? 1;
     const [keyRead, ssh, jobInputs] = await Promise.all([
       spec && reads.once(`key@${generation}`, () => this.#runs.runpodKey(namespace, spec.credentials.secretName, spec.credentials.key)),
