@@ -15,8 +15,8 @@ import { simPodLogs } from '../test/runpod-sim/client.ts';
 import { watchApiRequests } from '../test/support/api-requests.ts';
 import { cpuByParty, cpuShares } from './process-cpu.ts';
 import {
-  callRows, fmtMiB, fmtS, percentile, podsOfRun, RssSampler, runManifest, runOfPod, simPods, simStats, sshConnections, startBenchWorld,
-  totalReconciles, type BenchWorld, type SimPod,
+  callRows, fmtMiB, fmtS, percentile, podsOfRun, reconcileDurations, reconcileStarts, RssSampler, runManifest, runOfPod, simPods, simStats,
+  sshConnections, startBenchWorld, totalReconciles, type BenchWorld, type SimPod,
 } from './support.ts';
 
 const { values: args } = parseArgs({
@@ -78,6 +78,24 @@ async function measured<T>(body: (sampler: RssSampler) => Promise<T>): Promise<{
     sampler.stop();
     lag.disable();
   }
+}
+
+/** Samples the controller's busy workers and ready queue once a second, until stop(). */
+function sampleWorkers(world: BenchWorld): { stop(): { busy: number; of: number; waitingP99: number } } {
+  const busy: number[] = [];
+  const waiting: number[] = [];
+  const timer = setInterval(() => {
+    const stats = world.controllerStats();
+    if (!stats) return;
+    busy.push(stats.activeWorkers);
+    waiting.push(stats.queueLength);
+  }, 1000);
+  return {
+    stop() {
+      clearInterval(timer);
+      return { busy: busy.reduce((sum, n) => sum + n, 0) / Math.max(1, busy.length), of: world.workers, waitingP99: percentile(waiting, 99) ?? Number.NaN };
+    },
+  };
 }
 
 async function sshAccepted(world: BenchWorld, pods: SimPod[]): Promise<number> {
@@ -253,11 +271,21 @@ async function held(m: number): Promise<Table> {
       const pods = await simPods(world.sim.adminUrl);
       const sshBefore = await sshAccepted(world, pods);
       const firstEnd = endOf(0);
+      const durationsFrom = reconcileDurations.length;
+      const workload = sampleWorkers(world);
       await sleep(Math.max(0, firstEnd - Date.now() - 2000));
+      const hold = { from: runningAt, to: Date.now(), workers: workload.stop(), durations: reconcileDurations.slice(durationsFrom) };
       const sshAfter = await sshAccepted(world, pods);
-      const heldMinutes = (Date.now() - runningAt) / 60_000;
+      const heldMinutes = (hold.to - runningAt) / 60_000;
       await world.tracker.waitForAll(runNames, ended, 600_000 + m * 2000);
-      return { allRunning, sshPerMinute: (sshAfter - sshBefore) / heldMinutes, heldMinutes };
+      return { allRunning, sshPerMinute: (sshAfter - sshBefore) / heldMinutes, heldMinutes, hold };
+    });
+    // While held (before any job ended): how long each run went between two reconciles, i.e. how old its
+    // last judgment (of its job, cost and deadline) could get, and what the workers were doing meanwhile.
+    const { hold } = result;
+    const gaps = runNames.flatMap((name) => {
+      const starts = (reconcileStarts.get(`${world.namespace}/${name}`) ?? []).filter((at) => at >= hold.from && at <= hold.to);
+      return starts.slice(1).map((at, i) => at - (starts[i] as number));
     });
     // From the job's end as recorded (status.job.finishedAt): a run that came up after its END ended at once.
     const seen = runNames.map((name) => {
@@ -268,6 +296,10 @@ async function held(m: number): Promise<Table> {
     table.set('runs Running at once', `${result.allRunning}/${m} before the first job ended`);
     table.set('job end -> seen p50 / p99 / max', fmtP(seen));
     table.set('  in poll intervals, p99', fmtN((percentile(seen, 99) ?? Number.NaN) / 1000 / pollSeconds, 2));
+    table.set('while held: a run judged every p50 / p99 / max', fmtP(gaps));
+    table.set('  judged every, in poll intervals, p99', fmtN((percentile(gaps, 99) ?? Number.NaN) / 1000 / pollSeconds, 2));
+    table.set('  reconcile took p50 / p99', `${fmtS(percentile(hold.durations, 50))} / ${fmtS(percentile(hold.durations, 99))}`);
+    table.set('  workers busy (mean) / runs waiting (p99)', `${fmtN(hold.workers.busy)} of ${hold.workers.of} / ${fmtN(hold.workers.waitingP99, 0)}`);
     table.set('SSH handshakes per minute while held', `${fmtN(result.sshPerMinute)} (over ${fmtN(result.heldMinutes)} min)`);
     table.set('controller CPU per run', `${fmtN((cpuS * 1000) / m, 0)} ms`);
     table.set('machine CPU over the hold', machineBusy);

@@ -40,11 +40,16 @@ Controller.prototype.start = function start(this: Controller): void {
   originalStart.call(this);
 };
 
-// Likewise every reconcile passes through RunReconciler.prototype.reconcile: timed here.
+// Likewise every reconcile passes through RunReconciler.prototype.reconcile: timed here, with the
+// moment (Date.now()) each run's reconciles started, so a bench can tell how often each run is judged.
 export const reconcileDurations: number[] = [];
+export const reconcileStarts = new Map<string, number[]>();
 const originalReconcile = Object.getOwnPropertyDescriptor(RunReconciler.prototype, 'reconcile')?.value as RunReconciler['reconcile'];
 RunReconciler.prototype.reconcile = async function reconcile(this: RunReconciler, ...args: Parameters<RunReconciler['reconcile']>): ReturnType<RunReconciler['reconcile']> {
   const started = performance.now();
+  const starts = reconcileStarts.get(args[0]) ?? [];
+  starts.push(Date.now());
+  reconcileStarts.set(args[0], starts);
   try {
     return await originalReconcile.apply(this, args);
   } finally {
@@ -205,6 +210,8 @@ export interface BenchWorld {
   /** Log lines at warn and above (the controller logs at info; nothing is kept below warn). */
   problems: string[];
   controllerStats(): ControllerStats | undefined;
+  /** The controller's --max-concurrent-reconciles. */
+  workers: number;
   /** `kubectl apply` of the manifests (one List); resolves with Date.now() taken just before kubectl starts. */
   apply(manifests: object[]): Promise<{ startedAt: number; tookMs: number }>;
   kubectl(args: string[]): Promise<{ status: number; stdout: string; stderr: string }>;
@@ -253,6 +260,7 @@ export async function startBenchWorld(prefix: string, options: BenchWorldOptions
   return {
     namespace, sim, tracker, resultsDir, problems,
     controllerStats: () => mine?.stats(),
+    workers: config.maxConcurrentReconciles,
     async apply(manifests) {
       const list = { apiVersion: 'v1', kind: 'List', items: manifests };
       const startedAt = Date.now();
