@@ -2,7 +2,7 @@
 // each figure measured in that size's own world (API server, simulator in a child process, the
 // controller in this process at its production defaults), and with --running M a world holding M
 // long runs Running at once.
-//   npm run bench -- --runs 200 [--rate-limit relaxed|runpod] [--running 300] [--job-seconds 5]   (--runs 0: the held part only)
+//   npm run bench -- --runs 200 [--rate-limit relaxed|runpod] [--running 300 [--end-spread 60]] [--job-seconds 5]   (--runs 0: the held part only)
 // --rate-limit relaxed: quotas too large to bind, announced in RateLimit headers (the controller's own
 // pace); runpod: Runpod's 60/min and 3000/h per key. Prints figures; asserts nothing.
 import diagnostics from 'node:diagnostics_channel';
@@ -25,10 +25,11 @@ const { values: args } = parseArgs({
     'rate-limit': { type: 'string', default: 'relaxed' },
     running: { type: 'string', default: '0' },
     'job-seconds': { type: 'string', default: '5' },
+    'end-spread': { type: 'string', default: '60' },
     'poll-interval': { type: 'string', default: '10s' },
   },
 });
-const wholeNumber = (flag: 'runs' | 'running' | 'job-seconds', min: number): number => {
+const wholeNumber = (flag: 'runs' | 'running' | 'job-seconds' | 'end-spread', min: number): number => {
   const value = Number(args[flag]);
   if (!Number.isInteger(value) || value < min) throw new Error(`--${flag} must be a whole number of at least ${min}, not ${args[flag]}`);
   return value;
@@ -36,6 +37,7 @@ const wholeNumber = (flag: 'runs' | 'running' | 'job-seconds', min: number): num
 const runs = wholeNumber('runs', 0);
 const running = wholeNumber('running', 0);
 const jobSeconds = wholeNumber('job-seconds', 0);
+const endSpreadS = wholeNumber('end-spread', 1);
 const pollInterval = String(args['poll-interval']);
 const pollSeconds = Number(/^(\d+)s$/.exec(pollInterval)?.[1] ?? Number.NaN);
 const quotas = {
@@ -251,14 +253,15 @@ async function batch(n: number): Promise<Table> {
 async function held(m: number): Promise<Table> {
   const table: Table = new Map();
   const world = await startBenchWorld(`held-${m}`, { sim: simFor(m), pollInterval, watchdogPeriod: '10s' });
-  // Every job ends at its own moment past a ramp that lets all M be Running first: END + (i mod 60) s
+  // Every job ends at its own moment past a ramp that lets all M be Running first: END + (i mod S) s, S the
+  // --end-spread (60 by default: M ends within a minute, the hardest case; a longer S, ends as batches see them)
   // on the pod's clock (the simulator's pods share this machine's), so "job end -> seen" is exact. 120 + M s
   // was too short for 300 on two cores (221 Running when the first job ended): every pod up slows the next.
   const rampS = 120 + 2 * m;
   try {
     const runNames = names('held', m);
     const endAt = Math.ceil(Date.now() / 1000) + rampS;
-    const endOf = (i: number): number => (endAt + (i % 60)) * 1000;
+    const endOf = (i: number): number => (endAt + (i % endSpreadS)) * 1000;
     const manifests = runNames.map((name, i) => runManifest(name, {
       gpu: { types: [gpu] }, results: { path: 'output' },
       job: { command: ['sh', '-c', `mkdir -p output; left=$((${endOf(i) / 1000} - $(date +%s))); [ "$left" -gt 0 ] && sleep "$left"; echo done > output/done.txt`] },
@@ -277,7 +280,7 @@ async function held(m: number): Promise<Table> {
       const hold = { from: runningAt, to: Date.now(), workers: workload.stop(), durations: reconcileDurations.slice(durationsFrom) };
       const sshAfter = await sshAccepted(world, pods);
       const heldMinutes = (hold.to - runningAt) / 60_000;
-      await world.tracker.waitForAll(runNames, ended, 600_000 + m * 2000);
+      await world.tracker.waitForAll(runNames, ended, 600_000 + m * 2000 + endSpreadS * 1000);
       return { allRunning, sshPerMinute: (sshAfter - sshBefore) / heldMinutes, heldMinutes, hold };
     });
     // While held (before any job ended): how long each run went between two reconciles, i.e. how old its
@@ -333,6 +336,6 @@ const sizes = runs === 0 ? [] : [...new Set([Math.ceil(runs / 4), runs])];
 const columns: [string, Table][] = [];
 for (const n of sizes) columns.push([`${n} runs`, await batch(n)]);
 if (columns.length > 0) print(`runs applied at once, rate limits ${rateLimit}`, columns);
-if (running > 0) print(`${running} runs held Running`, [[`${running} held`, await held(running)]]);
+if (running > 0) print(`${running} runs held Running, their jobs ending over ${Math.min(endSpreadS, running)} s`, [[`${running} held`, await held(running)]]);
 // The private API server and etcd are children of this process; the 'exit' handler of the harness stops them.
 process.exit();
