@@ -276,12 +276,17 @@ async function held(m: number): Promise<Table> {
       const firstEnd = endOf(0);
       const durationsFrom = reconcileDurations.length;
       const workload = sampleWorkers(world);
+      const apiRequests = watchApiRequests();
+      const cpuHeld = cpuByParty(world.sim.pid);
       await sleep(Math.max(0, firstEnd - Date.now() - 2000));
-      const hold = { from: runningAt, to: Date.now(), workers: workload.stop(), durations: reconcileDurations.slice(durationsFrom) };
+      const hold = { from: runningAt, to: Date.now(), workers: workload.stop(), durations: reconcileDurations.slice(durationsFrom), apiRequests: apiRequests.snapshot() };
+      apiRequests.stop();
+      const cpuEnds = cpuByParty(world.sim.pid);
       const sshAfter = await sshAccepted(world, pods);
       const heldMinutes = (hold.to - runningAt) / 60_000;
       await world.tracker.waitForAll(runNames, ended, 600_000 + m * 2000 + endSpreadS * 1000);
-      return { allRunning, sshPerMinute: (sshAfter - sshBefore) / heldMinutes, heldMinutes, hold };
+      const cpu = { held: cpuShares(cpuHeld, cpuEnds), ends: cpuShares(cpuEnds, cpuByParty(world.sim.pid)) };
+      return { allRunning, sshPerMinute: (sshAfter - sshBefore) / heldMinutes, heldMinutes, hold, cpu };
     });
     // While held (before any job ended): how long each run went between two reconciles, i.e. how old its
     // last judgment (of its job, cost and deadline) could get, and what the workers were doing meanwhile.
@@ -303,6 +308,10 @@ async function held(m: number): Promise<Table> {
     table.set('  judged every, in poll intervals, p99', fmtN((percentile(gaps, 99) ?? Number.NaN) / 1000 / pollSeconds, 2));
     table.set('  reconcile took p50 / p99', `${fmtS(percentile(hold.durations, 50))} / ${fmtS(percentile(hold.durations, 99))}`);
     table.set('  workers busy (mean) / runs waiting (p99)', `${fmtN(hold.workers.busy)} of ${hold.workers.of} / ${fmtN(hold.workers.waitingP99, 0)}`);
+    const apiPerReconcile = [...hold.apiRequests.values()].reduce((sum, count) => sum + count, 0) / hold.durations.length;
+    table.set('  API-server requests per reconcile', `${fmtN(apiPerReconcile)} (${[...hold.apiRequests].sort((a, b) => b[1] - a[1]).map(([what, count]) => `${what} ${fmtN(count / hold.durations.length)}`).join(', ')})`);
+    table.set('  machine CPU while held, by party', result.cpu.held);
+    table.set('machine CPU from the first end to the last, by party', result.cpu.ends);
     table.set('SSH handshakes per minute while held', `${fmtN(result.sshPerMinute)} (over ${fmtN(result.heldMinutes)} min)`);
     table.set('controller CPU per run', `${fmtN((cpuS * 1000) / m, 0)} ms`);
     table.set('machine CPU over the hold', machineBusy);

@@ -66,14 +66,13 @@ export interface StartOptions {
   timings?: Partial<Timings>;
 }
 
-/**
- * Our own status writes come back as updates; every step already requeues itself, so only a periodic
- * resync (the same object again) or a change made by someone else needs a reconcile now.
- */
-function needsReconcile(old: RunpodRun, run: RunpodRun): boolean {
+/** Our own status writes come back as updates, and every step requeues itself: only others' changes need a reconcile now. */
+function changedByOthers(old: RunpodRun, run: RunpodRun): boolean {
   const userVisible = (r: RunpodRun) => [r.metadata.generation, r.metadata.deletionTimestamp, r.metadata.finalizers, r.metadata.annotations];
-  return old === run || !isDeepStrictEqual(userVisible(old), userVisible(run));
+  return !isDeepStrictEqual(userVisible(old), userVisible(run));
 }
+
+const resyncMs = 5 * 60_000;
 
 /** Bounded: a memory for events, not a record. */
 function rememberDeleted(deletedRuns: Map<string, RunpodRun>, run: RunpodRun): void {
@@ -197,12 +196,12 @@ export async function startController(config: Config, options: StartOptions = {}
     });
     const enqueue = (run: RunpodRun & KubernetesObject) => controller?.enqueue(keyOf(run));
     reflector = new Reflector<RunpodRun & KubernetesObject>({
-      kubeConfig, log: logger, resyncMs: 5 * 60_000,
+      kubeConfig, log: logger, resyncMs,
       path: resourcePath({ group, version, plural, namespace: config.namespace }),
       ...(config.selector ? { labelSelector: config.selector } : {}), // a shard's runs; sweeps read every run
       handlers: {
         onAdd: (run) => { runUids.set(run.metadata.uid, keyOf(run)); enqueue(run); },
-        onUpdate: (old, run) => { if (needsReconcile(old, run)) enqueue(run); },
+        onUpdate: (old, run) => { if (old === run) controller?.resync(keyOf(run), resyncMs); else if (changedByOthers(old, run)) enqueue(run); },
         onDelete: (run) => { runUids.delete(run.metadata.uid); rememberDeleted(deletedRuns, run); enqueue(run); },
       },
     });

@@ -117,6 +117,15 @@ export class Controller {
     this.queue.add(key);
   }
 
+  /**
+   * A periodic resync's add: the safety net for a key nothing else would bring back. A key already being
+   * looked at, or with a look due within `periodMs`, is left to it: queuing every key at once would put
+   * the runs that need a look now behind all the others.
+   */
+  resync(key: string, periodMs: number): void {
+    this.queue.addUnlessDue(key, periodMs);
+  }
+
   start(): void {
     if (this.#started) throw new Error(`controller ${this.name} already started`);
     this.#started = true;

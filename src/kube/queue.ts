@@ -111,6 +111,14 @@ export class WorkQueue {
     this.#arm();
   }
 
+  /** Adds `key` unless it is queued or being processed already, or has a delayed add due within `withinMs`. */
+  addUnlessDue(key: string, withinMs: number): void {
+    if (this.#dirty.has(key) || this.#processing.has(key)) return;
+    const readyAt = this.#readyAt.get(key);
+    if (readyAt !== undefined && readyAt <= this.#clock.now() + withinMs) return;
+    this.add(key);
+  }
+
   /**
    * Adds `key` after its own exponential backoff (at most `atMostMs`, for a wait on something that sends
    * no event) or the global rate limit, whichever is longer.

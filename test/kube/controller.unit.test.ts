@@ -293,3 +293,27 @@ async function eventuallySettled(check: () => boolean): Promise<void> {
   for (let i = 0; i < 1000 && !check(); i++) await settle();
   assert.ok(check());
 }
+
+void test('a periodic resync re-queues only keys no look is already due for within its period', async () => {
+  // A resync queued every run at once: with 500 held, 500 reconciles in one burst (each reading the run
+  // and two Secrets), in front of the runs that need a look now, though each had its next poll <= 10 s away.
+  const seen: string[] = [];
+  const { clock, controller } = setup((key) => {
+    seen.push(key);
+    if (key === 'ns/polled') return Promise.resolve({ requeueAfterMs: 10_000 });
+    if (key === 'ns/far') return Promise.resolve({ requeueAfterMs: 3_600_000 });
+    return Promise.resolve(undefined); // ns/settled: nothing scheduled, only an event or a resync brings it back
+  });
+  controller.start();
+  for (const key of ['ns/polled', 'ns/far', 'ns/settled']) controller.enqueue(key);
+  await settle();
+  assert.deepEqual(seen, ['ns/polled', 'ns/far', 'ns/settled']);
+  seen.length = 0;
+  for (const key of ['ns/polled', 'ns/far', 'ns/settled']) controller.resync(key, 300_000);
+  await settle();
+  assert.deepEqual(seen, ['ns/far', 'ns/settled'], 'the polled key waits for its own look, 10 s away');
+  clock.advance(10_000);
+  await settle();
+  assert.deepEqual(seen, ['ns/far', 'ns/settled', 'ns/polled']);
+  await controller.stop();
+});

@@ -306,3 +306,15 @@ void test('a key re-added while processing is queued at its priority when done',
   q.done('a');
   assert.deepEqual([await take(q), await take(q)], ['a', 'b']);
 });
+
+void test('addUnlessDue adds nothing for a key being processed or waiting, and nothing twice', async () => {
+  const { q } = newQueue();
+  q.add('busy');
+  assert.equal(await take(q), 'busy');
+  q.addUnlessDue('busy', 60_000);
+  q.done('busy');
+  assert.equal(q.len(), 0, 'the look under way was the resync\'s look');
+  q.addUnlessDue('idle', 60_000);
+  q.addUnlessDue('idle', 60_000);
+  assert.equal(q.len(), 1);
+});
