@@ -82,11 +82,10 @@ async function measured<T>(body: (sampler: RssSampler) => Promise<T>): Promise<{
   }
 }
 
-/** Samples the controller's busy workers and ready queue once a second, until stop(). */
 /**
- * The workers once a second from now, from the moment the queue first held fewer runs than workers: the
- * backlog the creates left (the runs that came up first waiting behind the last ones' set-up) is the
- * ramp's, not the hold's.
+ * Samples the controller's busy workers and ready queue once a second until stop(), from the moment the
+ * queue first held fewer runs than workers: the backlog the creates left (the runs that came up first
+ * waiting behind the last ones' set-up) is the ramp's, not the hold's.
  */
 function sampleWorkers(world: BenchWorld): { stop(): { drainedAt: number | undefined; busy: number; of: number; waitingP99: number } } {
   const busy: number[] = [];
@@ -319,8 +318,9 @@ async function held(m: number): Promise<Table> {
     table.set('  judged every, in poll intervals, p99', fmtN((percentile(gaps, 99) ?? Number.NaN) / 1000 / pollSeconds, 2));
     table.set('  reconcile took p50 / p99', `${fmtS(percentile(hold.durations, 50))} / ${fmtS(percentile(hold.durations, 99))}`);
     table.set('  workers busy (mean) / runs waiting (p99)', `${fmtN(hold.workers.busy)} of ${hold.workers.of} / ${fmtN(hold.workers.waitingP99, 0)}`);
-    const apiPerReconcile = [...hold.apiRequests.values()].reduce((sum, count) => sum + count, 0) / hold.durations.length;
-    table.set('  API-server requests per reconcile', `${fmtN(apiPerReconcile)} (${[...hold.apiRequests].sort((a, b) => b[1] - a[1]).map(([what, count]) => `${what} ${fmtN(count / hold.durations.length)}`).join(', ')})`);
+    const perReconcile = (count: number): string => fmtN(count / hold.durations.length);
+    const byKind = [...hold.apiRequests].sort((a, b) => b[1] - a[1]);
+    table.set('  API-server requests per reconcile', `${perReconcile(byKind.reduce((sum, [, count]) => sum + count, 0))} (${byKind.map(([what, count]) => `${what} ${perReconcile(count)}`).join(', ')})`);
     table.set('  machine CPU while held, by party', result.cpu.held);
     table.set('machine CPU from the first end to the last, by party', result.cpu.ends);
     table.set('SSH handshakes per minute while held', `${fmtN(result.sshPerMinute)} (over ${fmtN(result.heldMinutes)} min)`);
