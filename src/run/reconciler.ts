@@ -17,7 +17,7 @@ import { sshJobHost } from './ports/job-host.ts';
 import { runDirOf, stateDirOf } from '../pod/index.ts';
 import { splitKey } from '../kube/keys.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
-import { act, podView, protectSshKeys, type ActContext } from './act/act.ts';
+import { act, podView, protectSshKeys, type ActContext, type Written } from './act/act.ts';
 import { activeDeadlineMs, decide, learn, pendingDeletions, placement, transitionEvent } from './decide/decide.ts';
 import { CallReads } from './observe/call-reads.ts';
 import { stillCurrent } from './observe/fresh-view.ts';
@@ -43,6 +43,9 @@ export type { EventSink, ReconcileCall, RunReconcilerOptions } from './reconcile
  */
 const preparingSteps: ReadonlySet<Action['type']> = new Set(['addFinalizer', 'ensureSshKeys', 'readCatalog', 'setKeep']);
 
+/** One pass: its result and step, the newest run the API server answered with, what its step wrote. */
+interface PassResult { result: ReconcileResult; action: Action['type']; newest: RunpodRun; written: Written }
+
 export class RunReconciler {
   readonly runs: RunApi;
   #options: RunReconcilerOptions;
@@ -67,18 +70,19 @@ export class RunReconciler {
     for (let pass = 0; run; pass++) {
       const view = run;
       // What this reconcile registers for redaction is the run's: released when the run ends.
-      const { result, action, newest } = await withSecretOwner(view.metadata.uid, () => this.#reconcile(view, call, reads));
+      const { result, action, newest, written } = await withSecretOwner(view.metadata.uid, () => this.#reconcile(view, call, reads));
       if (call.oneStep || !preparingSteps.has(action) || result.requeueAfterMs !== 0 || pass >= preparingSteps.size) return result;
-      if (action === 'ensureSshKeys') reads.forget(sshSecretRead);
-      // The next pass decides on the newest answer the API server gave about the run (its status write,
-      // or this pass's view when it wrote none): a create is still sent only on a view the API server has
-      // just confirmed current (fresh-view.ts). The finalizer's write is not handed back: read it again.
-      run = action === 'addFinalizer' ? await this.runs.get(namespace, name) : newest;
+      // The SSH keys the step just wrote are what a read of their Secret would answer.
+      if (written.sshKeys) reads.answer(sshSecretRead, { keys: written.sshKeys });
+      // The next pass decides on the newest answer the API server gave about the run (its status or
+      // finalizer write, or this pass's view when it wrote none): a create is still sent only on a view
+      // the API server has just confirmed current (fresh-view.ts).
+      run = newest;
     }
     return {};
   }
 
-  async #reconcile(run: RunpodRun, call: ReconcileCall, reads: CallReads): Promise<{ result: ReconcileResult; action: Action['type']; newest: RunpodRun }> {
+  async #reconcile(run: RunpodRun, call: ReconcileCall, reads: CallReads): Promise<PassResult> {
     const { signal } = call;
     signal?.throwIfAborted();
     const { obs, context, pod } = await this.#observe(run, call, reads);
@@ -98,7 +102,7 @@ export class RunReconciler {
     }
   }
 
-  async #decideAndAct(run: RunpodRun, obs: Observation, context: Omit<ActContext, 'run'>, call: ReconcileCall): Promise<{ result: ReconcileResult; action: Action['type']; newest: RunpodRun }> {
+  async #decideAndAct(run: RunpodRun, obs: Observation, context: Omit<ActContext, 'run'>, call: ReconcileCall): Promise<PassResult> {
     const { signal } = call;
     const decision = decide(obs);
     let current = run;
@@ -121,19 +125,21 @@ export class RunReconciler {
     signal?.throwIfAborted();
     if (decision.action.type === 'createPod' && !(await stillCurrent(this.runs, run, current))) {
       (call.log ?? this.#options.logger).info({ run: run.metadata.name, namespace: run.metadata.namespace, attempt }, 'the run changed since this reconcile read it; deciding again before any create');
-      return { result: { requeueAfterMs: 0 }, action: decision.action.type, newest: current };
+      return { result: { requeueAfterMs: 0 }, action: decision.action.type, newest: current, written: {} };
     }
+    const written: Written = {};
     let outcome: Outcome | undefined;
     try {
-      outcome = await act(decision.action, { ...context, run: current });
+      outcome = await act(decision.action, { ...context, run: current, written });
     } catch (error) {
       // The account's budget is spent for a while (a 429 storm): the run comes back when it frees,
       // rather than holding a worker that another account's runs need.
       if (!isRunpodError(error, 'rate-limited') || signal?.aborted) throw error;
       const afterMs = Math.max(1000, error.retryAfterMs ?? this.#options.settings.timings.workerRateLimitWaitMs);
       (call.log ?? this.#options.logger).info({ run: run.metadata.name, namespace: run.metadata.namespace, action: decision.action.type, afterMs }, 'the account\'s Runpod budget is spent for now; the step is taken again when it frees');
-      return { result: { requeueAfterMs: afterMs }, action: decision.action.type, newest: current };
+      return { result: { requeueAfterMs: afterMs }, action: decision.action.type, newest: current, written };
     }
+    if (written.run) current = written.run;
     // A replica told to stop writes nothing more: the intent is in the status, the next leader observes again.
     signal?.throwIfAborted();
     const learned = outcome && learn(obs, current.status ?? {}, outcome);
@@ -148,7 +154,7 @@ export class RunReconciler {
     // What a cut-short retrieval staged waits to be resumed only while the run may still retrieve.
     const settled = decision.action.type === 'removeFinalizer' || (!isTerminal(run.status?.phase) && isTerminal(current.status?.phase));
     if (settled && !context.s3) await discardStagingOf(context.resultLocation);
-    return { result: this.#requeue(decision.requeue), action: decision.action.type, newest: current };
+    return { result: this.#requeue(decision.requeue), action: decision.action.type, newest: current, written };
   }
 
   async #observe(run: RunpodRun, call: ReconcileCall, reads: CallReads): Promise<{ obs: Observation; context: Omit<ActContext, 'run'>; pod: PodConnection | undefined }> {

@@ -15,7 +15,7 @@ import type { ActContext } from './context.ts';
 import { createPod } from './create-pod.ts';
 import { abortRetrievalBeforeDelete, retrieve } from './retrieve.ts';
 
-export type { ActContext, ReconcilerMetrics, RetrievalPool } from './context.ts';
+export type { ActContext, ReconcilerMetrics, RetrievalPool, Written } from './context.ts';
 export { podView } from './create-pod.ts';
 
 /** The step's answer, when the status must record it (learn() applies it); undefined when there is none. */
@@ -23,18 +23,23 @@ export async function act(action: Action, ctx: ActContext): Promise<Outcome | un
   switch (action.type) {
     case 'none':
       return undefined;
-    case 'addFinalizer':
-      await ctx.runs.setFinalizer(ctx.run, true);
+    case 'addFinalizer': {
+      const run = await ctx.runs.setFinalizer(ctx.run, true);
+      if (ctx.written) ctx.written.run = run;
       return undefined;
+    }
     case 'removeFinalizer':
       await ctx.runs.setFinalizer(ctx.run, false);
       return undefined;
     case 'ensureSshKeys': {
       const { client, host } = generateRunKeys(`runpod-operator-${ctx.run.metadata.uid}`);
-      await ctx.runs.createSshSecret(ctx.run, {
+      const keys: SshSecret = {
         clientPrivateKey: client.privateKey, clientPublicKey: client.publicKey,
         hostPrivateKey: host.privateKey, hostPublicKey: host.publicKey,
-      });
+      };
+      // Made, or completed when this run already owned it: the Secret holds these keys now.
+      await ctx.runs.createSshSecret(ctx.run, keys);
+      if (ctx.written) ctx.written.sshKeys = keys;
       return undefined;
     }
     case 'readNetworkVolume': {

@@ -17,8 +17,16 @@ import type { TransferPool } from './transfers.ts';
 
 export type RetrievalPool = TransferPool<RetrievalOutcome>;
 
+/**
+ * What a preparing step wrote that the next pass of the same reconcile call would otherwise read back
+ * (reconciler.ts): the run as the finalizer's write returned it, the SSH keys the Secret now holds.
+ */
+export interface Written { run?: RunpodRun; sshKeys?: SshSecret }
+
 export interface ActContext {
   run: RunpodRun;
+  /** Filled by the step that wrote it; absent, nothing is handed on. */
+  written?: Written;
   obs: Observation;
   spec?: RunpodRunSpec;
   /** The Runpod side, for the run's account; absent when its credentials are missing. */

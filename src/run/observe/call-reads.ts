@@ -3,7 +3,7 @@
 // step it prepares, and a new run's set-up read each Secret once per pass, three times over, while
 // every other new run waited for the same API server. What a read depends on is in its name (the
 // spec's generation), and the one read a pass's own step changes (the SSH Secret, by ensureSshKeys)
-// is forgotten after it. The next call reads afresh: a changed Secret is seen at the next reconcile.
+// is answered by that step's write. The next call reads afresh: a changed Secret is seen at the next reconcile.
 export class CallReads {
   readonly #kept = new Map<string, Promise<unknown>>();
 
@@ -15,7 +15,8 @@ export class CallReads {
     return reading;
   }
 
-  forget(what: string): void {
-    this.#kept.delete(what);
+  /** What a read would now answer, known from the call's own write: kept in place of the earlier read. */
+  answer<T>(what: string, value: T): void {
+    this.#kept.set(what, Promise.resolve(value));
   }
 }
