@@ -123,11 +123,11 @@ export class RunReconciler {
     for (const event of decision.events) this.#options.events.record(current, event);
 
     signal?.throwIfAborted();
+    const written: Written = {};
     if (decision.action.type === 'createPod' && !(await stillCurrent(this.runs, run, current))) {
       (call.log ?? this.#options.logger).info({ run: run.metadata.name, namespace: run.metadata.namespace, attempt }, 'the run changed since this reconcile read it; deciding again before any create');
-      return { result: { requeueAfterMs: 0 }, action: decision.action.type, newest: current, written: {} };
+      return { result: { requeueAfterMs: 0 }, action: decision.action.type, newest: current, written };
     }
-    const written: Written = {};
     let outcome: Outcome | undefined;
     try {
       outcome = await act(decision.action, { ...context, run: current, written });
